@@ -1,0 +1,3 @@
+from lernie_ref.cli import entry
+
+entry()

@@ -1,0 +1,141 @@
+"""Typed exceptions of the library and the Display texts upstream prints.
+
+Every error the library raises is a :class:`LernieError`; its ``str()`` is the
+exact message the CLI edge prints after ``lernie <verb>: `` (R-CLI-2). Texts are
+upstream's where upstream is exact (spec/SPEC.md, "Exact strings").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def debug_quote(s: str) -> str:
+    """Render ``s`` the way Rust's ``{:?}`` renders a ``String`` (R-CLI-3).
+
+    Double quotes; ``\\"`` ``\\\\`` ``\\n`` ``\\t`` ``\\r`` ``\\0`` escaped; other
+    control characters as ``\\u{..}``; printable non-ASCII kept raw.
+    """
+    out = ['"']
+    for ch in s:
+        if ch == '"':
+            out.append('\\"')
+        elif ch == "\\":
+            out.append("\\\\")
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\0":
+            out.append("\\0")
+        elif not ch.isprintable() and ch != " ":
+            out.append("\\u{%x}" % ord(ch))
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def debug_list(items: Sequence[str]) -> str:
+    """Rust ``{:?}`` of a ``Vec<String>``: ``["a", "b"]``."""
+    return "[" + ", ".join(debug_quote(i) for i in items) + "]"
+
+
+class LernieError(Exception):
+    """Base of every error the library raises; ``str(e)`` is the user-facing text."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(LernieError):
+    """Bad command-line usage that argparse cannot see; the CLI exits 2."""
+
+
+class NotAnAgentId(LernieError):
+    """R-ID-3: the id guard declined an id."""
+
+    def __init__(self, agent_id: str) -> None:
+        super().__init__(
+            f"agent id {debug_quote(agent_id)} is not a single path component — an agent "
+            "id is its branch name, the hyphenated descent `<a>-<b>-…` (ARCH §2.3); pass "
+            "the id exactly as `lernie prompt` / `lernie dispatch` printed it"
+        )
+        self.agent_id = agent_id
+
+
+class LayoutError(LernieError):
+    """R-WS-2: the path is not a workspace (or uses the retired layout)."""
+
+
+class NotAWorkspace(LayoutError):
+    def __init__(self, path: str) -> None:
+        super().__init__(
+            f"{path} is not a workspace (no repo.git) — create one with `lernie new` (ARCH §2.2)"
+        )
+        self.path = path
+
+
+class OldLayout(LayoutError):
+    def __init__(self, path: str) -> None:
+        super().__init__(
+            f"{path} uses the retired per-conversation layout (a `root/` primary worktree with "
+            "control files at the repo root); the current layout is one repo per workspace — "
+            "`<workspace>/repo.git` (bare) with `config/*` branches and `agents/*` refs "
+            "(ARCH §2.2). Pre-v1 clean break (§10): no migration — create a fresh workspace "
+            "with `lernie new` and re-author its config"
+        )
+        self.path = path
+
+
+class UnknownAgent(LernieError):
+    """R-ID-4: the existence guard found no ``refs/heads/agents/<id>``."""
+
+    def __init__(self, agent_id: str, reason: str) -> None:
+        super().__init__(
+            f"no agent {debug_quote(agent_id)} in this workspace — {reason}; check the id "
+            "against the workspace's `agents/*` refs, or start an agent with `lernie prompt` "
+            "/ `lernie dispatch`"
+        )
+        self.agent_id = agent_id
+        self.reason = reason
+
+
+class AmbiguousName(LernieError):
+    """R-ID-6: a name worn by two or more living agents."""
+
+    def __init__(self, name: str, candidates: Sequence[str]) -> None:
+        joined = ", ".join(sorted(candidates))
+        super().__init__(
+            f"agent name {debug_quote(name)} is ambiguous in this workspace — it is worn by "
+            f"{joined}; address the one you mean by its agent id (ARCH §2.11)"
+        )
+        self.name = name
+        self.candidates = tuple(sorted(candidates))
+
+
+class GitError(LernieError):
+    """A git command exited non-zero (R-WS-6): ``git [args] exited with …: stderr``."""
+
+    def __init__(self, args: Sequence[str], returncode: int, stderr: str) -> None:
+        super().__init__(
+            f"git {debug_list(list(args))} exited with exit status: {returncode}: {stderr.strip()}"
+        )
+        self.args_ = tuple(args)
+        self.returncode = returncode
+        self.stderr = stderr
+
+
+class GitOpError(LernieError):
+    """A git failure labelled with the protocol operation it served: ``git {op}: {source}``."""
+
+    def __init__(self, op: str, source: Exception) -> None:
+        super().__init__(f"git {op}: {source}")
+        self.op = op
+        self.source = source

@@ -1,0 +1,65 @@
+"""Agent ids: the id guard, descent (``parent_of``, depth) and minting (R-ID-*).
+
+An agent id is its branch name and its inbox directory name, so the guard's one
+job is that an id stays a single path component (R-ID-3). The shape of an id is
+its descent: a child's id is its parent's id plus ``-<compact>-<short>``.
+"""
+
+from __future__ import annotations
+
+from lernie_ref.clock import Clock, compact_stamp, short_id
+from lernie_ref.errors import NotAnAgentId
+
+USER_SENDER = "user"
+"""R-ID-7: the sender token of an operator deposit; never an agent id."""
+
+
+def is_agent_id(agent_id: str) -> bool:
+    """R-ID-3: an id is accepted iff it is non-empty, not ``.``/``..``, and has no ``/ \\ NUL``."""
+    if agent_id in ("", ".", ".."):
+        return False
+    return not any(c in agent_id for c in ("/", "\\", "\0"))
+
+
+def require_agent_id(agent_id: str) -> str:
+    """R-ID-3: return ``agent_id`` unchanged or raise :class:`NotAnAgentId`; never sanitize."""
+    if not is_agent_id(agent_id):
+        raise NotAnAgentId(agent_id)
+    return agent_id
+
+
+def parent_of(agent_id: str) -> str | None:
+    """R-ID-1: drop the last two ``-`` tokens; two tokens or fewer is a root (``None``)."""
+    tokens = agent_id.split("-")
+    if len(tokens) <= 2:
+        return None
+    return "-".join(tokens[:-2])
+
+
+def depth(agent_id: str) -> int:
+    """R-ID-2: ``count('-') // 2``; a root is depth 0."""
+    return agent_id.count("-") // 2
+
+
+def mint_root_id(clock: Clock) -> str:
+    """R-ID-5: ``<compact>-<short>``, e.g. ``20260422T065432Z-0a1b2c3d``."""
+    now = clock.now_ns()
+    return f"{compact_stamp(now)}-{short_id(now)}"
+
+
+def mint_child_id(parent_id: str, clock: Clock) -> str:
+    """R-ID-5: ``<parent>-<compact>-<short>``."""
+    now = clock.now_ns()
+    return f"{parent_id}-{compact_stamp(now)}-{short_id(now)}"
+
+
+def is_timestamp_token(token: str) -> bool:
+    """R-ID-6: the 16-byte ``YYYYMMDDTHHMMSSZ`` shape (used to keep names apart from ids)."""
+    b = token.encode()
+    return (
+        len(b) == 16
+        and b[8:9] == b"T"
+        and b[15:16] == b"Z"
+        and b[0:8].isdigit()
+        and b[9:15].isdigit()
+    )

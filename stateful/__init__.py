@@ -1,0 +1,1 @@
+"""Hypothesis machines that run the model and an implementation side by side."""

@@ -20,7 +20,7 @@ R = TypeVar("R")
 
 @dataclass(frozen=True)
 class Point:
-    """A protocol point just passed: ``name`` is ``"<actor>.<step>"``, e.g. ``deposit.published``."""
+    """A point just passed; ``name`` is ``"<actor>.<step>"``, e.g. ``deposit.published``."""
 
     name: str
     agent: str = ""

@@ -31,7 +31,7 @@ def debug_quote(s: str) -> str:
         elif ch == "\0":
             out.append("\\0")
         elif not ch.isprintable() and ch != " ":
-            out.append("\\u{%x}" % ord(ch))
+            out.append(f"\\u{{{ord(ch):x}}}")
         else:
             out.append(ch)
     out.append('"')

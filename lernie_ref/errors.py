@@ -139,3 +139,75 @@ class GitOpError(LernieError):
         super().__init__(f"git {op}: {source}")
         self.op = op
         self.source = source
+
+
+def io_text(err: OSError) -> str:
+    """Render an OS error as Rust's ``io::Error`` Display: ``Permission denied (os error 13)``.
+
+    Errors without an errno (rare: raised by Python itself) fall back to ``str(err)``.
+    """
+    if err.errno is None:
+        return str(err)
+    import os
+
+    return f"{err.strerror or os.strerror(err.errno)} (os error {err.errno})"
+
+
+class EntryError(LernieError):
+    """R-TR-4: a transcript entry's bytes are not entry JSON."""
+
+
+class ConfigError(LernieError):
+    """The workspace configuration (``lernie.toml`` or a ``LERNIE_*`` override) is invalid."""
+
+
+class LockError(LernieError):
+    """R-LOCK-1: try-acquire failed with an error other than ``EWOULDBLOCK``.
+
+    ``detail`` is the Rust-style io text; ``str()`` is the text ``lernie advance`` prints.
+    """
+
+    def __init__(self, path: object, detail: str) -> None:
+        super().__init__(f"acquire executor lock on inbox {path}: {detail}")
+        self.path = path
+        self.detail = detail
+
+
+class AdoptError(LernieError):
+    """R-LOCK-4: ``LERNIE_LOCK_FD`` could not be adopted; ``str()`` is the variant text."""
+
+
+class DepositError(LernieError):
+    """R-DEP: ``inbox i/o at {path}: {io}`` or ``mark refs/lernie/returned/{child}: {source}``."""
+
+    @classmethod
+    def io(cls, path: object, err: OSError) -> DepositError:
+        return cls(f"inbox i/o at {path}: {io_text(err)}")
+
+    @classmethod
+    def mark(cls, child: str, source: object) -> DepositError:
+        return cls(f"mark refs/lernie/returned/{child}: {source}")
+
+
+class LaunchError(LernieError):
+    """R-LAUNCH-2: a launcher could not start the driver; ``str()`` is the io text."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+class ProbeError(LernieError):
+    """R-PROBE-4: the probe or the launch after it failed: ``probe executor lock: {io}``."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"probe executor lock: {detail}")
+        self.detail = detail
+
+
+class TranscriptError(LernieError):
+    """R-DEBT-1: the transcript could not be read; never read as "owes nothing"."""
+
+
+class WorkspaceError(LernieError):
+    """``lernie new`` / agent creation refused (path taken, bad name, id collision)."""

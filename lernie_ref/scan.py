@@ -1,0 +1,278 @@
+"""``lernie scan``: one pass that sweeps silent deaths, then flushes stranded inboxes (R-SCAN-*).
+
+Theory of operation. Normal operation needs no scan: every deposit is followed by
+a probe, every voluntary release by the release rule. What an uncatchable death
+(SIGKILL, OOM, power loss) or an error exit strands is healed by the next touch,
+and ``lernie scan`` is the operator's explicit touch. It is never run by a driver
+or a writer.
+
+*Sweep* (R-SCAN-1..4). For each registered agent, in registry order: take its
+executor lock (busy → it is driven: skip it); with the lock held, read from disk
+whether it **died mid-work**: its own inbox holds no pending deposit (mail under a
+free lock is the flush's business, not a death), no budget-exhausted mark sits at
+its branch tip, and the transcript's warrant (R-STEP-3) says a model call is due
+or a ``tool_use`` is unpaired. Nothing else is a death: a child that has not
+taken a step yet (goal still pending, or nothing delivered), a child whose latest
+terminal event was a final response — whoever it went to — and a child at rest
+are alive as far as the sweep can tell. A dead child whose returned mark is not
+its branch tip gets a ``died`` obituary in its parent's inbox, written on its
+behalf (sender: the child; ``terminal_ref``: its tip), which moves the mark to the
+tip: the same death is never reported twice, and a stop's ``stopped`` obituary
+(which also moved the mark to the tip) counts as already reported. A parent with
+no ref makes the agent a root: roots are named in the report, never deposited for.
+
+Holding the lock while reading makes the verdict a snapshot no executor can move
+under it. A writer whose probe read "busy" during that hold, and a launched driver
+that found the lock held and stepped aside, are both covered by the flush, which
+lists every inbox after all holds are released: the flush is the sweep's release
+rule.
+
+*Flush* (R-SCAN-5). Every inbox directory with a pending deposit, a registered
+agent and a free lock gets a driver launched through the ordinary probe. The
+scanner moves no file and commits nothing. A directory naming no agent is debris:
+counted, never launched for, never touched.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import os
+from dataclasses import dataclass, field
+
+from lernie_ref.actor import Actor, Point, run
+from lernie_ref.clock import Clock
+from lernie_ref.errors import (
+    GitOpError,
+    LaunchError,
+    LernieError,
+    LockError,
+    io_text,
+)
+from lernie_ref.ids import parent_of
+from lernie_ref.inbox import (
+    Epitaph,
+    Launcher,
+    ProbeOutcome,
+    deposit_result_actor,
+    pending,
+    probe_actor,
+)
+from lernie_ref.lock import try_acquire
+from lernie_ref.warrant import Warrant, history_of, warrant_of
+from lernie_ref.workspace import MARK_REF_PREFIX, Workspace
+
+RETURNED = "returned"
+BUDGET_EXHAUSTED = "budget-exhausted"
+
+
+class ScanError(LernieError):
+    """A scan pass aborted; effects already made (deposits, launches) stay (R-SCAN-6)."""
+
+
+class Condition(enum.Enum):
+    """What the sweep reads for one agent (R-SCAN-2)."""
+
+    DRIVEN = "driven"
+    """An executor holds the lock."""
+    MAIL = "mail"
+    """Pending deposits under a free lock: a launch picks the work up (the flush's case)."""
+    DIED_MID_WORK = "died-mid-work"
+    """No executor, no mail, and the transcript owes a model call or a tool result."""
+    AT_REST = "at-rest"
+    """Nothing due: never started, finished a step loop, or stopped by its budget."""
+
+
+def condition_of(
+    *, driven: bool, pending_count: int, due: Warrant, budget_at_tip: bool
+) -> Condition:
+    """R-SCAN-2: the sweep's reading of one agent, as a pure function of what it read."""
+    if driven:
+        return Condition.DRIVEN
+    if pending_count:
+        return Condition.MAIL
+    if budget_at_tip or due is Warrant.NOTHING_DUE:
+        return Condition.AT_REST
+    return Condition.DIED_MID_WORK
+
+
+def obituary_owed(condition: Condition, parent: str | None, returned: str | None, tip: str) -> bool:
+    """R-SCAN-3: a ``died`` deposit is owed iff the agent died mid-work, has a registered parent,
+    and its returned mark is not already at its branch tip."""
+    return condition is Condition.DIED_MID_WORK and parent is not None and returned != tip
+
+
+@dataclass
+class ScanReport:
+    """One pass's outcome; lists are in pass order (R-SCAN-7)."""
+
+    silent_deaths: list[str] = field(default_factory=list)
+    swept: list[str] = field(default_factory=list)
+    launched: list[str] = field(default_factory=list)
+    busy: list[str] = field(default_factory=list)
+    debris: list[str] = field(default_factory=list)
+    driven: list[str] = field(default_factory=list)
+
+    def line(self) -> str:
+        """R-SCAN-7: upstream's report line, byte for byte."""
+        named = f" ({', '.join(self.silent_deaths)})" if self.silent_deaths else ""
+        return (
+            f"silent deaths: {len(self.silent_deaths)}{named}; "
+            f"died deposits swept: {len(self.swept)}; "
+            f"drivers launched: {len(self.launched)}; "
+            f"inboxes with no agent branch: {len(self.debris)}"
+        )
+
+    def as_json(self) -> dict[str, list[str]]:
+        return {
+            "silent_deaths": list(self.silent_deaths),
+            "swept": list(self.swept),
+            "launched": list(self.launched),
+            "busy": list(self.busy),
+            "debris": list(self.debris),
+            "driven": list(self.driven),
+        }
+
+    def json_text(self) -> str:
+        return json.dumps(self.as_json(), sort_keys=True)
+
+
+# --------------------------------------------------------------------- readers
+
+
+def mark_value(ws: Workspace, kind: str, agent: str) -> str | None:
+    """The sha of ``refs/lernie/<kind>/<agent>``, or ``None`` when there is no such mark."""
+    result = ws.git.run(
+        ws.repo_git,
+        ["rev-parse", "--verify", "--quiet", f"{MARK_REF_PREFIX}{kind}/{agent}^{{commit}}"],
+        check=False,
+    )
+    if result.returncode != 0 or not result.stdout:
+        return None
+    return result.stdout
+
+
+def transcript_due(ws: Workspace, agent: str) -> Warrant:
+    """R-STEP-3 over the agent's worktree transcript (strays included: they were delivered)."""
+    from lernie_ref.transcript import load
+
+    return warrant_of(history_of(load(ws.worktree(agent))))
+
+
+def tip_of(ws: Workspace, agent: str) -> str:
+    try:
+        return ws.branch_tip(agent)
+    except LernieError as exc:
+        raise GitOpError("rev-parse branch tip", exc) from None
+
+
+def read_condition(ws: Workspace, agent: str) -> tuple[Condition, str]:
+    """Read one undriven agent's condition and its branch tip (the caller holds the lock)."""
+    tip = tip_of(ws, agent)
+    mail = len(pending(ws.inbox_dir(agent)))
+    due, budget_at_tip = Warrant.NOTHING_DUE, False
+    if not mail:  # with mail pending the transcript does not matter (R-SCAN-2)
+        try:
+            due = transcript_due(ws, agent)
+        except LernieError as exc:
+            raise ScanError(f"read transcript of {agent}: {exc}") from None
+        budget_at_tip = mark_value(ws, BUDGET_EXHAUSTED, agent) == tip
+    condition = condition_of(
+        driven=False, pending_count=mail, due=due, budget_at_tip=budget_at_tip
+    )
+    return condition, tip
+
+
+# --------------------------------------------------------------------- the pass
+
+
+def _sweep_one(
+    ws: Workspace, agent: str, registry: frozenset[str], report: ScanReport, clock: Clock | None
+) -> Actor[None]:
+    inbox = ws.inbox_dir(agent)
+    lock = None
+    if inbox.is_dir():  # no directory: nobody can hold the lock, and none is created (R-SCAN-2)
+        try:
+            lock = try_acquire(inbox)
+        except LockError as exc:
+            raise ScanError(f"probe executor lock at {inbox}: {exc.detail}") from None
+        if lock is None:
+            report.driven.append(agent)
+            yield Point("scan.driven", agent)
+            return
+    try:
+        yield Point("scan.held", agent)
+        condition, tip = read_condition(ws, agent)
+        yield Point("scan.assessed", agent, condition.value)
+        if condition is Condition.DIED_MID_WORK:
+            parent = parent_of(agent)
+            if parent not in registry:
+                parent = None  # R-SCAN-4: a parent with no ref makes the agent a root
+            if parent is None:
+                report.silent_deaths.append(agent)
+            elif obituary_owed(condition, parent, mark_value(ws, RETURNED, agent), tip):
+                report.silent_deaths.append(agent)
+                yield from deposit_result_actor(
+                    ws.root, parent, agent, Epitaph.DIED, tip, None, clock, ws.git
+                )
+                report.swept.append(agent)
+                yield Point("scan.swept", agent, parent)
+    finally:
+        if lock is not None:
+            lock.release()
+    if lock is not None:
+        yield Point("scan.released", agent)
+
+
+def _inbox_names(ws: Workspace) -> list[str]:
+    try:
+        with os.scandir(ws.inbox_root) as it:
+            return sorted(e.name for e in it if e.is_dir(follow_symlinks=False))
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise ScanError(f"read inbox root {ws.inbox_root}: {io_text(exc)}") from None
+
+
+def _flush(
+    ws: Workspace, registry: frozenset[str], launcher: Launcher, report: ScanReport
+) -> Actor[None]:
+    for name in _inbox_names(ws):
+        if not pending(ws.inbox_root / name):
+            continue
+        # An agent created after the registry was read is not debris (R-SCAN-5).
+        if name not in registry and not ws.agent_exists(name):
+            report.debris.append(name)
+            yield Point("scan.debris", name)
+            continue
+        try:
+            outcome = yield from probe_actor(ws.root, name, launcher)
+        except (LockError, LaunchError) as exc:
+            detail = exc.detail
+            raise ScanError(f"flush (probe-and-launch) for {name}: {detail}") from None
+        if outcome is ProbeOutcome.LAUNCHED:
+            report.launched.append(name)
+        else:
+            report.busy.append(name)
+        yield Point("scan.flushed", name, outcome.value)
+
+
+def scan_actor(
+    ws: Workspace, launcher: Launcher, clock: Clock | None = None
+) -> Actor[ScanReport]:
+    """R-SCAN-1: the whole pass as an actor: sweep every agent, then flush every inbox."""
+    try:
+        agents = ws.agent_ids()
+    except LernieError as exc:
+        raise GitOpError("for-each-ref agents/", exc) from None
+    registry = frozenset(agents)
+    report = ScanReport()
+    for agent in agents:
+        yield from _sweep_one(ws, agent, registry, report, clock)
+    yield from _flush(ws, registry, launcher, report)
+    return report
+
+
+def scan(ws: Workspace, launcher: Launcher, clock: Clock | None = None) -> ScanReport:
+    """R-SCAN-1: :func:`scan_actor` run straight through."""
+    return run(scan_actor(ws, launcher, clock))

@@ -1,0 +1,96 @@
+"""``lernie advance <ws> <agent>``: drive one hop of an agent (R-STEP-1..5, R-LOCK-3).
+
+Launched by the harness (detached, stderr in ``steps/<id>/driver.log``) or run by
+hand. Preludes: a SIGTERM handler that only sets the stop flag the hop reads at
+its check points (R-TERM-1), and ``setpgid(0, 0)`` so ``lernie stop`` finds a
+group leader (a launched driver already leads its own session; that failure is
+silent). Guards before any lease, so a typo creates no inbox directory (I-17).
+
+After a step that ran tools the process replaces itself with the successor hop,
+``python -m lernie_ref advance <ws> <id>``, handing the still-held lease over in
+``LERNIE_LOCK_FD`` (the exec baton): the lock is never free between hops (I-2).
+Prints nothing on stdout; errors are one ``lernie advance: …`` line, exit 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import sys
+from types import FrameType
+
+from lernie_ref.errors import LernieError, io_text
+
+REASON = "a hop drives an existing agent (ARCH §2.3: the `agents/*` refs are the registry)"
+
+_stop = False
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    global _stop
+    _stop = True
+
+
+def stop_requested() -> bool:
+    return _stop
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("workspace", help="the workspace directory")
+    parser.add_argument("agent", help="the agent id")
+
+
+class ExecError(LernieError):
+    pass
+
+
+def run(ns: argparse.Namespace) -> str | None:
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    with contextlib.suppress(OSError):
+        os.setpgid(0, 0)
+    from lernie_ref.actor import run as run_actor
+    from lernie_ref.clock import SystemClock
+    from lernie_ref.config import load
+    from lernie_ref.hop import HopDeps, Outcome, hop_actor
+    from lernie_ref.ids import require_agent_id
+    from lernie_ref.inbox import AdvanceLauncher
+    from lernie_ref.lock import successor_env
+    from lernie_ref.models import select_model
+    from lernie_ref.workspace import require_workspace
+
+    ws_arg: str = ns.workspace
+    agent: str = ns.agent
+    require_agent_id(agent)
+    ws = require_workspace(ws_arg)
+    ws.require_agent(agent, REASON)
+    try:
+        config = load(ws.root, os.environ)
+        deps = HopDeps(
+            model=select_model(config.model, config.model_command),
+            launcher=AdvanceLauncher(),
+            clock=SystemClock(),
+            config=config,
+            stop_requested=stop_requested,
+        )
+        result = run_actor(hop_actor(ws, agent, os.environ, deps))
+    except OSError as exc:
+        raise LernieError(f"i/o writing conversation artifact: {io_text(exc)}") from None
+    if result.outcome is not Outcome.TOOLS_RAN or result.lock is None:
+        return None
+    lock = result.lock
+    argv = [sys.executable, "-m", "lernie_ref", "advance", ws_arg, agent]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        env = successor_env(lock, os.environ)
+        os.execve(sys.executable, argv, env)
+    except OSError as exc:
+        import fcntl
+
+        with contextlib.suppress(OSError):
+            fcntl.flock(lock.fd, fcntl.LOCK_UN)
+            os.close(lock.fd)
+        raise ExecError(f"exec successor: {io_text(exc)}") from None
+    return None  # pragma: no cover - execve does not return

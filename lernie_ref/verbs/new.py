@@ -1,0 +1,16 @@
+"""``lernie new <ws>``: create a workspace (R-WS-1). Prints nothing on success."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("workspace", help="directory to create (must be new or empty)")
+
+
+def run(ns: argparse.Namespace) -> str | None:
+    from lernie_ref.workspace import create_workspace
+
+    create_workspace(ns.workspace)
+    return None

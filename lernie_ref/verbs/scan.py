@@ -1,0 +1,24 @@
+"""``lernie scan <ws> [--json]``: sweep silent deaths, then flush stranded inboxes (R-SCAN-*).
+
+Stdout is the one report line (upstream's shape) or, with ``--json``, one JSON
+object listing the agents behind every count.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from lernie_ref.inbox import AdvanceLauncher
+from lernie_ref.scan import scan
+from lernie_ref.workspace import require_workspace
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("workspace", help="the workspace directory")
+    parser.add_argument("--json", action="store_true", help="print a machine-readable report")
+
+
+def run(ns: argparse.Namespace) -> str | None:
+    ws = require_workspace(ns.workspace)
+    report = scan(ws, AdvanceLauncher())
+    return report.json_text() if ns.json else report.line()

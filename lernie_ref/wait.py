@@ -1,0 +1,164 @@
+"""Quiescence of an agent tree, for ``lernie prompt --wait`` (R-CLI-4).
+
+A tree (a root and every agent whose id descends from it) is *settled* when, at
+one observation:
+
+- no agent of the tree has its executor lock held (read from ``/proc/locks``, so
+  the observer never takes a lock a launched driver is about to take);
+- no inbox of the tree holds a deposit that warrants a launch (R-REL-2; a parked
+  ``stopped``/``budget-exhausted`` obituary does not).
+
+A transcript with a model call due and no driver (a stop or an exhausted budget
+before the call, or a crash) is quiescent: nothing will move it until a touch.
+
+Two settled observations in a row, a poll interval apart, count as quiescent:
+that rides over a launch that is in flight (its deposit is still pending) and
+the final-response self-launch (nothing pending, and it stops at pin 1). The
+observer reads only; it writes nothing and launches nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lernie_ref.errors import LernieError
+from lernie_ref.frontmatter import deposit_warrants_launch
+from lernie_ref.inbox import pending
+from lernie_ref.transcript import load
+from lernie_ref.workspace import Workspace
+
+PROC_LOCKS = Path("/proc/locks")
+POLL_S = 0.05
+
+
+class WaitTimeout(LernieError):
+    """The tree did not settle in time; the text names what is still going on."""
+
+
+@dataclass(frozen=True)
+class TreeState:
+    running: list[str] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)
+
+    @property
+    def settled(self) -> bool:
+        return not (self.running or self.pending)
+
+    def describe(self) -> str:
+        parts = []
+        if self.running:
+            parts.append("still running: " + ", ".join(self.running))
+        if self.pending:
+            parts.append("mail waiting for a driver: " + ", ".join(self.pending))
+        return "; ".join(parts) or "settled"
+
+
+def tree_of(ws: Workspace, root: str) -> list[str]:
+    """The root and its descendants (ids extending ``<root>-``), sorted."""
+    return [a for a in ws.agent_ids() if a == root or a.startswith(root + "-")]
+
+
+def held_flocks(path: Path = PROC_LOCKS) -> set[tuple[int, int, int]] | None:
+    """``(major, minor, inode)`` of every file with an ``flock`` held; ``None`` if unreadable."""
+    try:
+        text = path.read_text()
+    except OSError:
+        return None
+    out: set[tuple[int, int, int]] = set()
+    for line in text.splitlines():
+        fields = line.split()
+        if "FLOCK" not in fields:
+            continue
+        for item in fields:
+            parts = item.split(":")
+            if len(parts) == 3 and all(parts):
+                try:
+                    out.add((int(parts[0], 16), int(parts[1], 16), int(parts[2])))
+                except ValueError:
+                    continue
+                break
+    return out
+
+
+def lock_held(inbox: Path, held: set[tuple[int, int, int]] | None) -> bool:
+    """Is an executor lock held on ``inbox``? Without ``/proc/locks``, a probe that releases."""
+    try:
+        st = os.stat(inbox)
+    except FileNotFoundError:
+        return False
+    if held is not None:
+        return (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino) in held
+    from lernie_ref.lock import try_acquire
+
+    lock = try_acquire(inbox)
+    if lock is None:
+        return True
+    lock.release()
+    return False
+
+
+def _warranted(inbox: Path) -> bool:
+    for item in pending(inbox):
+        try:
+            body: str | None = item.path.read_bytes().decode("utf-8")
+        except FileNotFoundError:
+            continue
+        except (OSError, UnicodeDecodeError):
+            body = None
+        if deposit_warrants_launch(body):
+            return True
+    return False
+
+
+def observe(ws: Workspace, root: str) -> TreeState:
+    """One observation of the tree of ``root``."""
+    held = held_flocks()
+    running: list[str] = []
+    waiting: list[str] = []
+    for agent in tree_of(ws, root):
+        if lock_held(ws.inbox_dir(agent), held):
+            running.append(agent)
+            continue
+        elif _warranted(ws.inbox_dir(agent)):
+            waiting.append(agent)
+    return TreeState(running, waiting)
+
+
+def wait_quiescent(
+    ws: Workspace,
+    root: str,
+    timeout_s: float,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    monotonic: Callable[[], float] = time.monotonic,
+) -> None:
+    """Return once the tree of ``root`` is quiescent; :class:`WaitTimeout` after ``timeout_s``."""
+    deadline = monotonic() + timeout_s
+    calm = 0
+    while True:
+        state = observe(ws, root)
+        calm = calm + 1 if state.settled else 0
+        if calm >= 2:
+            return
+        if monotonic() >= deadline:
+            raise WaitTimeout(
+                f"timed out after {timeout_s:g}s waiting for the agents of {root} to settle: "
+                + state.describe()
+            )
+        sleep(POLL_S)
+
+
+def final_response(ws: Workspace, agent: str) -> str | None:
+    """The text of the agent's newest terminal response (``None``: none yet, or silent)."""
+    from lernie_ref.entry import text_of, tool_use_ids
+
+    for entry in reversed(load(ws.worktree(agent))):
+        if entry.role == "assistant":
+            blocks = entry.blocks()
+            if not tool_use_ids(blocks):
+                return text_of(blocks)
+    return None

@@ -1,0 +1,236 @@
+"""Exhaustive breadth-first exploration of the model, with liveness.
+
+`explore(profile, scope)` visits every state reachable from the scope's initial
+state, hashing states to visit each once. Breadth-first order means the first
+path found to a violating state (or step) is a shortest one. Safety invariants
+are checked on every new state and every step (`spec.properties`).
+
+Liveness (I-13 exchange termination): the steps that are not external inputs
+form a finite graph; a run in which external inputs have stopped and that never
+reaches quiescence must, in a finite graph, go round a cycle of internal steps.
+After the search, Tarjan's algorithm finds the strongly connected components
+of that graph; any component with a cycle is a violation, reported as a lasso:
+the shortest path to the shallowest state on a cycle, then the shortest cycle
+back to it.
+"""
+
+from __future__ import annotations
+
+import time
+from array import array
+from collections import deque
+from collections.abc import Callable
+from typing import NamedTuple
+
+from spec.model import Profile, Scope, State, Step, initial, successors
+from spec.properties import state_violations, step_violations
+
+Trace = list[tuple[Step, State]]
+
+
+class Violation(NamedTuple):
+    invariant: str
+    init: State
+    trace: Trace  # the steps, each with the state it leads to
+    loop: int = 0  # for a lasso: how many of the last steps form the cycle
+
+
+class Result(NamedTuple):
+    states: int
+    edges: int
+    seconds: float
+    violations: dict[str, Violation]
+    complete: bool  # the whole scope was explored
+
+
+Progress = Callable[[int, float], None]
+
+
+def explore(
+    prof: Profile,
+    scope: Scope,
+    want: frozenset[str] | None = None,
+    liveness: bool = True,
+    progress: Progress | None = None,
+) -> Result:
+    """Explore; with `want`, stop once every invariant in it is violated."""
+    t0 = time.perf_counter()
+    init = initial(scope)
+    index: dict[State, int] = {init: 0}
+    states: list[State] = [init]
+    parent = array("l", [-1])
+    via: list[Step | None] = [None]
+    depth = array("l", [0])
+    src = array("l")
+    dst = array("l")
+    found: dict[str, Violation] = {}
+    edges = 0
+
+    def path(k: int) -> Trace:
+        out: Trace = []
+        while k > 0:
+            step = via[k]
+            assert step is not None
+            out.append((step, states[k]))
+            k = parent[k]
+        out.reverse()
+        return out
+
+    def record(inv: str, trace: Trace) -> None:
+        if inv not in found:
+            found[inv] = Violation(inv, init, trace)
+
+    for inv in state_violations(init, scope):
+        record(inv, [])
+    frontier: deque[int] = deque([0])
+    complete = True
+    next_tick = 50_000
+    while frontier:
+        if want is not None and want <= found.keys():
+            complete = False
+            break
+        k = frontier.popleft()
+        st = states[k]
+        for step, nxt in successors(st, prof, scope):
+            edges += 1
+            bad = step_violations(st, step, nxt, scope)
+            for inv in bad:
+                if inv not in found:
+                    record(inv, [*path(k), (step, nxt)])
+            j = index.get(nxt)
+            if j is None:
+                j = len(states)
+                index[nxt] = j
+                states.append(nxt)
+                parent.append(k)
+                via.append(step)
+                depth.append(depth[k] + 1)
+                frontier.append(j)
+                for inv in state_violations(nxt, scope):
+                    if inv not in found:
+                        record(inv, path(j))
+                if progress is not None and j >= next_tick:
+                    next_tick += 50_000
+                    progress(j, time.perf_counter() - t0)
+            if liveness and not step.external:
+                src.append(k)
+                dst.append(j)
+    if liveness and complete and "I-13" not in found:
+        lasso = _find_lasso(len(states), src, dst, depth)
+        if lasso is not None:
+            node, cycle = lasso
+            out_of: dict[int, list[tuple[int, int]]] = {}
+            trace = path(node)
+            for e in range(len(src)):
+                out_of.setdefault(src[e], []).append((dst[e], e))
+            loop = _loop_steps(node, cycle, states, prof, scope)
+            found["I-13"] = Violation("I-13", init, trace + loop, len(loop))
+    return Result(len(states), edges, time.perf_counter() - t0, found, complete)
+
+
+def _find_lasso(
+    n: int, src: array[int], dst: array[int], depth: array[int]
+) -> tuple[int, list[int]] | None:
+    """The shallowest node on a cycle of the graph and a shortest cycle through it."""
+    # CSR adjacency
+    start = array("l", [0] * (n + 1))
+    for s in src:
+        start[s + 1] += 1
+    for v in range(n):
+        start[v + 1] += start[v]
+    fill = array("l", start[:n])
+    adj = array("l", [0] * len(src))
+    for s, d in zip(src, dst, strict=True):
+        adj[fill[s]] = d
+        fill[s] += 1
+    comp = _tarjan(n, start, adj)
+    size: dict[int, int] = {}
+    for c in comp:
+        size[c] = size.get(c, 0) + 1
+    best = -1
+    for v in range(n):
+        cyclic = size[comp[v]] > 1 or any(adj[e] == v for e in range(start[v], start[v + 1]))
+        if cyclic and (best < 0 or depth[v] < depth[best]):
+            best = v
+    if best < 0:
+        return None
+    # shortest cycle through best, inside its component
+    c = comp[best]
+    prev = {best: -1}
+    q: deque[int] = deque([best])
+    while q:
+        v = q.popleft()
+        for e in range(start[v], start[v + 1]):
+            w = adj[e]
+            if w == best:
+                cyc = [v]
+                while prev[cyc[-1]] != -1:
+                    cyc.append(prev[cyc[-1]])
+                cyc.reverse()
+                return best, [*cyc[1:], best]
+            if comp[w] == c and w not in prev:
+                prev[w] = v
+                q.append(w)
+    return None
+
+
+def _tarjan(n: int, start: array[int], adj: array[int]) -> array[int]:
+    """Iterative Tarjan: the strongly connected component of every node."""
+    index = array("l", [-1] * n)
+    low = array("l", [0] * n)
+    comp = array("l", [-1] * n)
+    onstack = bytearray(n)
+    stack: list[int] = []
+    counter = 0
+    ncomp = 0
+    for root in range(n):
+        if index[root] >= 0:
+            continue
+        work = [(root, start[root])]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        onstack[root] = 1
+        while work:
+            v, e = work[-1]
+            if e < start[v + 1]:
+                work[-1] = (v, e + 1)
+                w = adj[e]
+                if index[w] < 0:
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    onstack[w] = 1
+                    work.append((w, start[w]))
+                elif onstack[w] and index[w] < low[v]:
+                    low[v] = index[w]
+                continue
+            work.pop()
+            if work:
+                u = work[-1][0]
+                if low[v] < low[u]:
+                    low[u] = low[v]
+            if low[v] == index[v]:
+                while True:
+                    w = stack.pop()
+                    onstack[w] = 0
+                    comp[w] = ncomp
+                    if w == v:
+                        break
+                ncomp += 1
+    return comp
+
+
+def _loop_steps(node: int, cycle: list[int], states: list[State], prof: Profile,
+                scope: Scope) -> Trace:
+    """Re-derive the steps of a cycle given as a list of node ids."""
+    out: Trace = []
+    cur = states[node]
+    for v in cycle:
+        target = states[v]
+        for step, nxt in successors(cur, prof, scope):
+            if nxt == target and not step.external:
+                out.append((step, nxt))
+                break
+        cur = target
+    return out

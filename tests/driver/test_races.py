@@ -1,0 +1,241 @@
+"""The races the project exists to rule out, driven at the actors' protocol points.
+
+- bl-9c8f, the lost wakeup: a deposit racing a driver between its last read and
+  its release (R-REL-1, I-7).
+- bl-82d8, the endless two-agent exchange (R-DEBT, I-13).
+- bl-a96a, reply addressing: an operator's question to a child (R-ADDR-3, I-11).
+- crash windows: after a rename before its commit, after the assistant commit
+  before the tools (R-DRAIN-2, R-STEP-2, I-5, I-18).
+
+Everything runs the production actors over real files, real git and real flock;
+only the launcher records instead of spawning, so the test decides when each
+launched hop runs. Seeded historic bugs are monkeypatches of the deciding function.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from lernie_ref import release, reply
+from lernie_ref.actor import Stepper, run
+from lernie_ref.hop import Outcome, hop_actor
+from lernie_ref.inbox import (
+    ProbeOutcome,
+    cli_dispatch,
+    cli_message,
+    cli_prompt,
+    deposit_actor,
+    probe_actor,
+)
+from lernie_ref.workspace import Workspace
+
+from .util import Inline, entries, inbox_names, lock_is_free, names, subjects, worktree_clean
+
+
+def _quiet_root(ws: Workspace, inline: Inline) -> str:
+    root = cli_prompt(ws, "hello", "", inline.launcher)
+    assert inline.settle()
+    inline.launcher.launches.clear()
+    return root
+
+
+def _race_deposit_between_last_read_and_release(ws: Workspace, inline: Inline, root: str) -> None:
+    hop = Stepper(hop_actor(ws, root, {}, inline.deps))
+    hop.run_to("drain.listed")  # the hop's one read of the inbox: empty
+    writer = Stepper(deposit_actor(ws.root, root, "user", "late news", None))
+    writer.finish()
+    probe = Stepper(probe_actor(ws.root, root, inline.launcher))
+    assert probe.finish() is ProbeOutcome.BUSY  # the driver still holds the lock
+    assert hop.finish().outcome is Outcome.NOTHING_TO_DO
+    assert [p.name for p in hop.points][-2:] == ["release.released", "release.reread"] or (
+        "release.reread" in [p.name for p in hop.points]
+    )
+
+
+def test_r_rel_1_lost_wakeup_deposit_racing_the_release_is_launched_and_delivered(
+    ws: Workspace,
+) -> None:
+    inline = Inline(ws)
+    root = _quiet_root(ws, inline)
+    _race_deposit_between_last_read_and_release(ws, inline, root)
+    assert inline.launcher.launches == [(ws.root, root)]  # the release rule's launch
+    assert inline.settle()  # ... and that driver delivers it: no scan involved
+    assert inbox_names(ws, root) == []
+    delivered = [e for e in entries(ws, root) if e.delivered]
+    assert delivered[-1].text.endswith("late news")
+
+
+def test_r_rel_1_without_the_release_rule_the_racing_deposit_is_stranded(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The seeded historic bug bl-9c8f: a release that does not re-read strands the deposit."""
+    monkeypatch.setattr(release, "owed_launch", lambda listing, seen: False)
+    inline = Inline(ws)
+    root = _quiet_root(ws, inline)
+    _race_deposit_between_last_read_and_release(ws, inline, root)
+    assert inline.launcher.launches == []
+    assert inline.settle()
+    assert inbox_names(ws, root) == ["user-001.md"]  # stranded: nobody will ever deliver it
+    assert lock_is_free(ws, root)
+
+
+def test_r_rel_2_a_racing_stopped_obituary_parks_instead_of_launching(ws: Workspace) -> None:
+    inline = Inline(ws)
+    root = _quiet_root(ws, inline)
+    kid = cli_dispatch(ws, root, "work", "", inline.launcher)
+    inline.launcher.launches.clear()
+    hop = Stepper(hop_actor(ws, root, {}, inline.deps))
+    hop.run_to("drain.listed")
+    inline.stop = True
+    inline.hop(kid)  # the kid stops: its obituary lands in the root's inbox mid-hop
+    inline.stop = False
+    assert hop.finish().outcome is Outcome.NOTHING_TO_DO
+    assert inline.launcher.launches == []
+    assert inbox_names(ws, root) == [f"{kid}-001.md"]
+
+
+def _two_agent_exchange(ws: Workspace, inline: Inline, max_hops: int) -> tuple[bool, str, str]:
+    root = _quiet_root(ws, inline)
+    b = cli_dispatch(ws, root, "stand by", "b", inline.launcher)
+    assert inline.settle()
+    a = cli_dispatch(ws, root, "@message b @message a pong\nping b", "a", inline.launcher)
+    return inline.settle(max_hops), a, b
+
+
+def test_i_13_two_agents_messaging_each_other_reach_quiescence(ws: Workspace) -> None:
+    inline = Inline(ws)
+    settled, a, b = _two_agent_exchange(ws, inline, max_hops=60)
+    assert settled
+    assert all(inbox_names(ws, agent) == [] for agent in ws.agent_ids())
+    assert all(lock_is_free(ws, agent) for agent in ws.agent_ids())
+    assert len(entries(ws, a)) <= 8 and len(entries(ws, b)) <= 8
+    # exactly one `message` call each way
+    sent = [e for e in entries(ws, a) + entries(ws, b) if b'"name":"message"' in e.data]
+    assert len(sent) == 2
+
+
+def test_i_13_without_the_reply_debt_the_exchange_never_ends(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The seeded historic bug bl-82d8 (lernie before the debt): every reply is owed."""
+    monkeypatch.setattr(reply, "owes_a_reply", lambda entries, agent_id: True)
+    inline = Inline(ws)
+    settled, a, b = _two_agent_exchange(ws, inline, max_hops=60)
+    assert not settled
+    assert len(entries(ws, a)) + len(entries(ws, b)) > 20
+
+
+def test_r_addr_3_operator_question_to_a_child_is_answered_to_nobody(ws: Workspace) -> None:
+    """bl-a96a: the operator's question is answered in place; the parent is not woken."""
+    inline = Inline(ws)
+    root = _quiet_root(ws, inline)
+    kid = cli_dispatch(ws, root, "job", "", inline.launcher)
+    assert inline.settle()
+    parent_before = names(ws, root)
+    inline.hops.clear()
+    cli_message(ws, kid, "operator: how is it going?", "user", inline.launcher)
+    assert inline.settle()
+    assert names(ws, kid)[-1].endswith("-scripted.json")
+    assert names(ws, root) == parent_before
+    assert inbox_names(ws, root) == []
+    assert set(inline.hops) == {kid}  # the kid and its own pin-1 self-launch, nobody else
+
+
+def test_i_9_pin_2_stopped_child_obituary_parks_and_wakes_nobody(ws: Workspace) -> None:
+    inline = Inline(ws)
+    root = _quiet_root(ws, inline)
+    kid = cli_dispatch(ws, root, "job", "", inline.launcher)
+    inline.launcher.launches.clear()
+    inline.stop = True
+    inline.hop(kid)
+    inline.stop = False
+    assert inline.launcher.launches == []
+    assert [n for n in inbox_names(ws, root)] == [f"{kid}-001.md"]
+    # the parked obituary is delivered at the parent's next touch
+    cli_message(ws, root, "status?", "user", inline.launcher)
+    assert inline.settle()
+    assert f"{kid}.md" in " ".join(names(ws, root))
+
+
+# ----------------------------------------------------------------- crash windows
+
+
+def _crash_at(ws: Workspace, inline: Inline, agent: str, point: str, after: str = "") -> None:
+    """Run a hop up to ``point`` (past ``after`` first) and abandon it there.
+
+    Closing the generator releases the lease, as the kernel does for a killed process;
+    nothing else of the hop runs.
+    """
+    actor = hop_actor(ws, agent, {}, inline.deps)
+    stepper = Stepper(actor)
+    if after:
+        stepper.run_to(after)
+    stepper.run_to(point)
+    actor.close()
+    assert lock_is_free(ws, agent)
+
+
+def test_i_18_crash_after_delivery_rename_before_commit_is_recovered(ws: Workspace) -> None:
+    inline = Inline(ws)
+    root = cli_prompt(ws, "precious", "", inline.launcher)
+    inline.launcher.launches.clear()
+    _crash_at(ws, inline, root, "drain.renamed")
+    assert inbox_names(ws, root) == [] and not worktree_clean(ws, root)
+    inline.hop(root)  # the next touch
+    assert f"transcript: recover delivered stray [{root}]" in subjects(ws, root)
+    assert names(ws, root) == ["001-user.md", "002-scripted.json"]
+    assert entries(ws, root)[0].text.endswith("precious")
+    assert worktree_clean(ws, root)
+
+
+def test_i_18_crash_after_model_entry_rename_before_commit_is_recovered(ws: Workspace) -> None:
+    inline = Inline(ws)
+    root = cli_prompt(ws, "@tools 1\nwork", "", inline.launcher)
+    inline.launcher.launches.clear()
+    _crash_at(ws, inline, root, "transcript.renamed", after="hop.model-returned")
+    inline.hop(root)
+    got = names(ws, root)
+    assert got == [
+        "001-user.md",
+        "002-scripted.json",
+        "003-tool.json",
+        "004-scripted.json",
+    ]
+    assert b"died" in entries(ws, root)[2].data  # the tool never ran: settled as died
+    assert worktree_clean(ws, root)
+
+
+def test_r_step_2_crash_after_assistant_commit_before_tools_is_settled_not_replayed(
+    ws: Workspace,
+) -> None:
+    inline = Inline(ws)
+    other = cli_prompt(ws, "idle", "other", inline.launcher)
+    assert inline.settle()
+    root = cli_prompt(ws, "@message other side effect\ngo", "", inline.launcher)
+    inline.launcher.launches.clear()
+    _crash_at(ws, inline, root, "hop.assistant-committed")
+    assert inbox_names(ws, other) == []
+    result = inline.hop(root)
+    assert result.outcome is Outcome.TERMINAL
+    assert inbox_names(ws, other) == []  # never replayed
+    tool = entries(ws, root)[2]
+    assert tool.origin == "tool" and b'"is_error":true' in tool.data and b"died" in tool.data
+    assert names(ws, root)[-1] == "004-scripted.json"
+
+
+def test_r_lock_3_in_process_baton_keeps_the_lease_between_hops(ws: Workspace) -> None:
+    inline = Inline(ws)
+    root = cli_prompt(ws, "@tools 2\nx", "", inline.launcher)
+    result = run(hop_actor(ws, root, {}, inline.deps))
+    assert result.outcome is Outcome.TOOLS_RAN and result.lock is not None
+    assert not lock_is_free(ws, root)  # still held, handed to the successor
+    from lernie_ref.lock import successor_env
+
+    env = successor_env(result.lock, {})
+    assert not lock_is_free(ws, root)
+    second = run(hop_actor(ws, root, env, inline.deps))
+    assert second.outcome is Outcome.TOOLS_RAN and second.lock is not None
+    result.lock.release()  # handed off: a no-op
+    assert not lock_is_free(ws, root)
+    second.lock.release()
+    assert lock_is_free(ws, root)

@@ -1,0 +1,258 @@
+"""The reply debt and reply addressing over real transcript files (R-DEBT, R-ADDR).
+
+Ids as in upstream's seed tests: P = ``20260101-a1``; C/B = ``P-20260102-b2`` (child of P,
+the agent under test); S = ``P-20260102-s1`` / ``P-20260102-c3`` (a sibling); W = B's child.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lernie_ref.entry import render_model_entry, text_block, tool_use_block
+from lernie_ref.errors import TranscriptError
+from lernie_ref.frontmatter import render_plain, render_result
+from lernie_ref.reply import last_prompter, recipient
+from lernie_ref.reply_debt import Entry, owes_a_reply, read_entries
+
+P = "20260101-a1"
+B = f"{P}-20260102-b2"
+C = B
+S = f"{P}-20260102-s1"
+S3 = f"{P}-20260102-c3"
+W = f"{B}-20260103-w9"
+ISO = "2026-01-02T00:00:00Z"
+
+TERMINAL = render_model_entry([text_block("Task complete.")], None)
+TOOL_CALL = render_model_entry([tool_use_block("t1", "message", {"agent": "x"})], None)
+TOOL_RESULT = b'[{"type":"tool_result","tool_use_id":"t1","content":[],"is_error":false}]'
+
+
+def prompt(sender: str) -> bytes:
+    return render_plain(sender, ISO, "please do the thing")
+
+
+def result(sender: str, epitaph: str = "final-response") -> bytes:
+    return render_result(sender, ISO, epitaph, "0123abcd", "done")
+
+
+def transcript(tmp_path: Path, files: list[tuple[str, bytes]]) -> Path:
+    worktree = tmp_path / "wt"
+    messages = worktree / "messages"
+    messages.mkdir(parents=True)
+    for name, data in files:
+        (messages / name).write_bytes(data)
+    return worktree
+
+
+# (files, owes, recipient of B's final-response)
+VECTORS: dict[str, tuple[list[tuple[str, bytes]], bool, str | None]] = {
+    "1 never answered owes": ([(f"001-{P}.md", prompt(P))], True, P),
+    "2 prompt since the last answer owes": (
+        [
+            (f"001-{P}.md", prompt(P)),
+            ("002-m.json", TERMINAL),
+            (f"003-{S}.md", prompt(S)),
+            ("004-m.json", TERMINAL),
+        ],
+        True,
+        S,
+    ),
+    "3 foreign reply owes nothing": (
+        [
+            (f"001-{S}.md", prompt(S)),
+            ("002-m.json", TERMINAL),
+            (f"003-{S}.md", result(S)),
+            ("004-m.json", TERMINAL),
+        ],
+        False,
+        None,
+    ),
+    "4 own child's return owes": (
+        [
+            (f"001-{P}.md", prompt(P)),
+            ("002-m.json", TERMINAL),
+            (f"003-{W}.md", result(W)),
+            ("004-m.json", TERMINAL),
+        ],
+        True,
+        P,
+    ),
+    "4b own child's obituary owes": (
+        [
+            (f"001-{P}.md", prompt(P)),
+            ("002-m.json", TERMINAL),
+            (f"003-{W}.md", result(W, "stopped")),
+            ("004-m.json", TERMINAL),
+        ],
+        True,
+        P,
+    ),
+    "5 self-note owes nothing": (
+        [
+            (f"001-{P}.md", prompt(P)),
+            ("002-m.json", TERMINAL),
+            (f"003-{B}.md", prompt(B)),
+            ("004-m.json", TERMINAL),
+        ],
+        False,
+        None,
+    ),
+    "6 tool steps do not close the window": (
+        [
+            (f"001-{P}.md", prompt(P)),
+            ("002-m.json", TERMINAL),
+            (f"003-{S}.md", prompt(S)),
+            ("004-m.json", TOOL_CALL),
+            ("005-tool.json", TOOL_RESULT),
+            ("006-m.json", TERMINAL),
+        ],
+        True,
+        S,
+    ),
+    "7 an answered prompt owes nothing": (
+        [(f"001-{P}.md", prompt(P)), ("002-m.json", TERMINAL), ("003-m.json", TERMINAL)],
+        False,
+        None,
+    ),
+    "8 unparseable names are not entries": (
+        [
+            ("noseq.md", prompt(S)),
+            ("abc-user.md", prompt("user")),
+            ("001-.md", prompt(S)),
+            ("002-m.txt", TERMINAL),
+        ],
+        True,
+        P,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(VECTORS))
+def test_r_debt_seed_vectors(tmp_path: Path, case: str) -> None:
+    files, owes, to = VECTORS[case]
+    worktree = transcript(tmp_path, files)
+    assert owes_a_reply(read_entries(worktree), B) is owes
+    assert recipient(worktree, B, "final-response") == to
+
+
+def test_r_debt_1_empty_or_missing_messages_owes(tmp_path: Path) -> None:
+    assert read_entries(tmp_path) == []
+    assert owes_a_reply([], B) is True
+    assert recipient(tmp_path, B, "final-response") == P
+    assert recipient(tmp_path, P, "final-response") is None
+
+
+def test_r_debt_1_entries_newest_first(tmp_path: Path) -> None:
+    worktree = transcript(
+        tmp_path, [(f"001-{P}.md", b""), ("010-m.json", b""), ("002-tool.json", b""), ("x.md", b"")]
+    )
+    assert read_entries(worktree) == [
+        Entry(10, "m", False, worktree / "messages" / "010-m.json"),
+        Entry(2, "tool", False, worktree / "messages" / "002-tool.json"),
+        Entry(1, P, True, worktree / "messages" / f"001-{P}.md"),
+    ]
+
+
+def test_r_debt_1_an_unreadable_entry_is_an_error_never_owes_nothing(tmp_path: Path) -> None:
+    worktree = transcript(tmp_path, [(f"001-{P}.md", prompt(P))])
+    (worktree / "messages" / "002-m.json").mkdir()
+    with pytest.raises(TranscriptError):
+        owes_a_reply(read_entries(worktree), B)
+    with pytest.raises(TranscriptError):
+        recipient(worktree, B, "final-response")
+
+
+def test_r_debt_1_a_delivered_entry_that_is_a_directory_is_an_error(tmp_path: Path) -> None:
+    worktree = transcript(tmp_path, [("001-m.json", TERMINAL), ("003-m.json", TERMINAL)])
+    (worktree / "messages" / f"002-{S}.md").mkdir()
+    with pytest.raises(TranscriptError):
+        owes_a_reply(read_entries(worktree), B)
+
+
+def test_r_debt_1_garbage_model_entry_is_an_error(tmp_path: Path) -> None:
+    worktree = transcript(tmp_path, [(f"001-{P}.md", prompt(P)), ("002-m.json", b"{oops")])
+    with pytest.raises(TranscriptError):
+        owes_a_reply(read_entries(worktree), B)
+
+
+def test_r_debt_1_messages_that_is_not_a_directory_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "messages").write_bytes(b"not a directory")
+    with pytest.raises(TranscriptError):
+        read_entries(tmp_path)
+    with pytest.raises(TranscriptError):
+        recipient(tmp_path, B, "final-response")
+
+
+JUNK = [("001-m.json", TERMINAL), ("noseq.md", b"x"), ("abc-user.md", b"x"), ("001-.md", b"x")]
+
+# upstream's addressing cases (lernie result_deposit tests); every one owes a reply
+ADDRESSING: dict[str, tuple[str, list[tuple[str, bytes]], str, str | None]] = {
+    "dispatch message is the last prompt": (
+        C,
+        [(f"001-{P}.md", prompt(P)), ("002-m.json", TOOL_CALL), ("003-tool.json", TOOL_RESULT)],
+        "final-response",
+        P,
+    ),
+    "operator took over": (
+        C,
+        [(f"001-{P}.md", prompt(P)), ("002-user.md", prompt("user"))],
+        "final-response",
+        None,
+    ),
+    "a sibling asked": (
+        C,
+        [(f"001-{P}.md", prompt(P)), (f"002-{S3}.md", prompt(S3))],
+        "final-response",
+        S3,
+    ),
+    "a child's result is skipped": (
+        P,
+        [("001-user.md", prompt("user")), (f"002-{C}.md", result(C))],
+        "final-response",
+        None,
+    ),
+    "a self-note is skipped": (
+        C,
+        [(f"001-{P}.md", prompt(P)), (f"002-{C}.md", prompt(C))],
+        "final-response",
+        P,
+    ),
+    "no prompt: fall back to the dispatcher": (C, JUNK, "final-response", P),
+    "no prompt, root: nobody": (P, JUNK, "final-response", None),
+    "stopped goes to the dispatcher": (C, [("001-user.md", prompt("user"))], "stopped", P),
+    "budget goes to the dispatcher": (
+        C,
+        [("001-user.md", prompt("user"))],
+        "budget-exhausted",
+        P,
+    ),
+    "died goes to the dispatcher": (C, [("001-user.md", prompt("user"))], "died", P),
+    "a root's obituary goes nowhere": (P, [("001-user.md", prompt("user"))], "stopped", None),
+}
+
+
+@pytest.mark.parametrize("case", list(ADDRESSING))
+def test_r_addr_upstream_cases(tmp_path: Path, case: str) -> None:
+    agent, files, epitaph, to = ADDRESSING[case]
+    worktree = transcript(tmp_path, files)
+    assert recipient(worktree, agent, epitaph) == to
+
+
+def test_r_addr_2_last_prompter_is_not_windowed(tmp_path: Path) -> None:
+    worktree = transcript(
+        tmp_path,
+        [
+            (f"001-{S}.md", prompt(S)),
+            ("002-m.json", TERMINAL),
+            (f"003-{S3}.md", result(S3)),
+            (f"004-{B}.md", prompt(B)),
+        ],
+    )
+    assert last_prompter(read_entries(worktree), B) == S
+
+
+def test_r_addr_obituaries_ignore_an_unreadable_transcript(tmp_path: Path) -> None:
+    (tmp_path / "messages").write_bytes(b"not a directory")
+    assert recipient(tmp_path, C, "stopped") == P

@@ -15,21 +15,44 @@ USER_SENDER = "user"
 
 
 def is_agent_id(agent_id: str) -> bool:
-    """R-ID-3: an id is accepted iff it is non-empty, not ``.``/``..``, and has no ``/ \\ NUL``."""
+    """R-ID-3: an id is accepted iff it is non-empty, not ``.``/``..``, and has no ``/ \\ NUL``.
+
+    Contract (R-ID-3, both directions; chr(47) is ``/``, chr(92) ``\\``, chr(0) NUL):
+
+    post: not __return__ or agent_id not in ("", ".", "..")
+    post: not __return__ or all(c not in agent_id for c in (chr(47), chr(92), chr(0)))
+    post: __return__ or agent_id in ("", ".", "..") or any(c in agent_id for c in "/\\\0")
+    """
     if agent_id in ("", ".", ".."):
         return False
     return not any(c in agent_id for c in ("/", "\\", "\0"))
 
 
 def require_agent_id(agent_id: str) -> str:
-    """R-ID-3: return ``agent_id`` unchanged or raise :class:`NotAnAgentId`; never sanitize."""
+    """R-ID-3: return ``agent_id`` unchanged or raise :class:`NotAnAgentId`; never sanitize.
+
+    Contract (R-ID-3: an accepted id comes back unchanged, a declined one raises). CrossHair
+    checks it through ``tests/contracts/bounded.py`` (an exception text built from a symbolic
+    string cannot be printed by CrossHair itself):
+
+    post: __return__ == agent_id and is_agent_id(agent_id)
+    raises: NotAnAgentId
+    """
+    # crosshair: off
     if not is_agent_id(agent_id):
         raise NotAnAgentId(agent_id)
     return agent_id
 
 
 def parent_of(agent_id: str) -> str | None:
-    """R-ID-1: drop the last two ``-`` tokens; two tokens or fewer is a root (``None``)."""
+    """R-ID-1: drop the last two ``-`` tokens; two tokens or fewer is a root (``None``).
+
+    Contract (R-ID-1: a root has at most one ``-``; a parent is the id minus its last two tokens):
+
+    post: (__return__ is None) == (agent_id.count("-") < 2)
+    post: __return__ is None or agent_id.startswith(__return__ + "-")
+    post: __return__ is None or agent_id[len(__return__) + 1 :].count("-") == 1
+    """
     tokens = agent_id.split("-")
     if len(tokens) <= 2:
         return None
@@ -37,7 +60,14 @@ def parent_of(agent_id: str) -> str | None:
 
 
 def depth(agent_id: str) -> int:
-    """R-ID-2: ``count('-') // 2``; a root is depth 0."""
+    """R-ID-2: ``count('-') // 2``; a root is depth 0.
+
+    Contract (R-ID-2, R-ID-1: a root is depth 0, a child is one deeper than its parent):
+
+    post: __return__ >= 0
+    post: (__return__ == 0) == (parent_of(agent_id) is None)
+    post: parent_of(agent_id) is None or depth(parent_of(agent_id) or "") == __return__ - 1
+    """
     return agent_id.count("-") // 2
 
 

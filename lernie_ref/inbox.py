@@ -170,9 +170,12 @@ def _publish_actor(ws: Path, recipient: str, sender: str, body: bytes) -> Actor[
     seq = next_sequence(names, sender)
     yield Point("deposit.listed", recipient, deposit_name(sender, seq))
 
-    temp = directory / f".{sender}-{seq_text(seq)}.md.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    temp = directory / f".{sender}-{seq_text(seq)}.md.{os.urandom(6).hex()}.tmp"
     try:
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+    except OSError as exc:  # never unlink a name this writer did not create
+        raise DepositError.io(temp, exc) from None
+    try:
         try:
             view = memoryview(body)
             while view:

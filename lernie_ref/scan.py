@@ -6,7 +6,7 @@ a probe, every voluntary release by the release rule. What an uncatchable death
 and ``lernie scan`` is the operator's explicit touch. It is never run by a driver
 or a writer.
 
-*Sweep* (R-SCAN-1..4). For each registered agent, in registry order: take its
+*Sweep* (R-SCAN-1, R-SCAN-4..6). For each registered agent, in registry order: take its
 executor lock (busy → it is driven: skip it); with the lock held, read from disk
 whether it **died mid-work**: its own inbox holds no pending deposit (mail under a
 free lock is the flush's business, not a death), no budget-exhausted mark sits at
@@ -27,7 +27,7 @@ that found the lock held and stepped aside, are both covered by the flush, which
 lists every inbox after all holds are released: the flush is the sweep's release
 rule.
 
-*Flush* (R-SCAN-5). Every inbox directory with a pending deposit, a registered
+*Flush* (R-SCAN-2). Every inbox directory with a pending deposit, a registered
 agent and a free lock gets a driver launched through the ordinary probe. The
 scanner moves no file and commits nothing. A directory naming no agent is debris:
 counted, never launched for, never touched.
@@ -67,11 +67,11 @@ BUDGET_EXHAUSTED = "budget-exhausted"
 
 
 class ScanError(LernieError):
-    """A scan pass aborted; effects already made (deposits, launches) stay (R-SCAN-6)."""
+    """A scan pass aborted; effects already made (deposits, launches) stay (R-SCAN-7)."""
 
 
 class Condition(enum.Enum):
-    """What the sweep reads for one agent (R-SCAN-2)."""
+    """What the sweep reads for one agent (R-SCAN-4)."""
 
     DRIVEN = "driven"
     """An executor holds the lock."""
@@ -86,7 +86,7 @@ class Condition(enum.Enum):
 def condition_of(
     *, driven: bool, pending_count: int, due: Warrant, budget_at_tip: bool
 ) -> Condition:
-    """R-SCAN-2: the sweep's reading of one agent, as a pure function of what it read."""
+    """R-SCAN-4: the sweep's reading of one agent, as a pure function of what it read."""
     if driven:
         return Condition.DRIVEN
     if pending_count:
@@ -97,14 +97,14 @@ def condition_of(
 
 
 def obituary_owed(condition: Condition, parent: str | None, returned: str | None, tip: str) -> bool:
-    """R-SCAN-3: a ``died`` deposit is owed iff the agent died mid-work, has a registered parent,
+    """R-SCAN-5: a ``died`` deposit is owed iff the agent died mid-work, has a registered parent,
     and its returned mark is not already at its branch tip."""
     return condition is Condition.DIED_MID_WORK and parent is not None and returned != tip
 
 
 @dataclass
 class ScanReport:
-    """One pass's outcome; lists are in pass order (R-SCAN-7)."""
+    """One pass's outcome; lists are in pass order (R-SCAN-3)."""
 
     silent_deaths: list[str] = field(default_factory=list)
     swept: list[str] = field(default_factory=list)
@@ -114,7 +114,7 @@ class ScanReport:
     driven: list[str] = field(default_factory=list)
 
     def line(self) -> str:
-        """R-SCAN-7: upstream's report line, byte for byte."""
+        """R-SCAN-3: upstream's report line, byte for byte."""
         named = f" ({', '.join(self.silent_deaths)})" if self.silent_deaths else ""
         return (
             f"silent deaths: {len(self.silent_deaths)}{named}; "
@@ -171,7 +171,7 @@ def read_condition(ws: Workspace, agent: str) -> tuple[Condition, str]:
     tip = tip_of(ws, agent)
     mail = len(pending(ws.inbox_dir(agent)))
     due, budget_at_tip = Warrant.NOTHING_DUE, False
-    if not mail:  # with mail pending the transcript does not matter (R-SCAN-2)
+    if not mail:  # with mail pending the transcript does not matter (R-SCAN-4)
         try:
             due = transcript_due(ws, agent)
         except LernieError as exc:
@@ -191,7 +191,7 @@ def _sweep_one(
 ) -> Actor[None]:
     inbox = ws.inbox_dir(agent)
     lock = None
-    if inbox.is_dir():  # no directory: nobody can hold the lock, and none is created (R-SCAN-2)
+    if inbox.is_dir():  # no directory: nobody can hold the lock, and none is created (R-SCAN-6)
         try:
             lock = try_acquire(inbox)
         except LockError as exc:
@@ -207,7 +207,7 @@ def _sweep_one(
         if condition is Condition.DIED_MID_WORK:
             parent = parent_of(agent)
             if parent not in registry:
-                parent = None  # R-SCAN-4: a parent with no ref makes the agent a root
+                parent = None  # R-SCAN-1: a parent with no ref makes the agent a root
             if parent is None:
                 report.silent_deaths.append(agent)
             elif obituary_owed(condition, parent, mark_value(ws, RETURNED, agent), tip):
@@ -240,7 +240,7 @@ def _flush(
     for name in _inbox_names(ws):
         if not pending(ws.inbox_root / name):
             continue
-        # An agent created after the registry was read is not debris (R-SCAN-5).
+        # An agent created after the registry was read is not debris (R-SCAN-2).
         if name not in registry and not ws.agent_exists(name):
             report.debris.append(name)
             yield Point("scan.debris", name)

@@ -19,7 +19,7 @@ any target's process group is the caller's own (R-STOP-4). A holder that leads
 ``SIGTERM`` goes to the holder process alone, never to its group: the executor
 ends its own model adapter at its next check point, while a group signal would
 also fell a ``git`` it is running mid-commit and turn the stop into a crash
-(D-9). ``stop`` then waits for the signalled processes to exit; one that outlives
+(D-14). ``stop`` then waits for the signalled processes to exit; one that outlives
 the deadline gets ``SIGKILL``, sent to its whole group when it leads one (its
 adapter and tool processes die with it) (R-STOP-5).
 The stopped executor ends through its normal exit protocol with the ``stopped``

@@ -22,7 +22,7 @@ from lernie_ref.lock import successor_env, try_acquire
 from lernie_ref.wait import final_response
 from lernie_ref.workspace import Workspace
 
-from .util import driver_pids, entries, inbox_names, lock_is_free, names, poll
+from .util import driver_pids, entries, inbox_names, lock_is_free, names, poll, subjects
 
 
 def _prompt(ws: Workspace, text: str, *extra: str, env: dict[str, str] | None = None) -> str:
@@ -124,9 +124,17 @@ def test_i_13_two_agents_exchange_reaches_quiescence_with_real_drivers(ws: Works
 
 
 def _wait_model_call(ws: Workspace, agent: str) -> int:
-    poll(
-        lambda: bool(driver_pids(ws, agent)) and bool(names(ws, agent)), what="driver in model call"
-    )
+    """The pid of the agent's driver once its prompt delivery is committed (it is then in the
+    model call, which forks nothing; git children carry the driver's command line briefly)."""
+
+    def ready() -> bool:
+        delivered = any(
+            s.startswith("transcript 001: ") and s.endswith(f" [{agent}]")
+            for s in subjects(ws, agent)
+        )
+        return delivered and len(driver_pids(ws, agent)) == 1
+
+    poll(ready, what="driver in its model call")
     (pid,) = driver_pids(ws, agent)
     return pid
 

@@ -113,7 +113,7 @@ def test_r_dep_1_name_has_at_least_three_digits() -> None:
         ("user-abc.md", None),
         ("user-001.md.tmp", None),
         (".user-001.md.tmp", None),
-        (".user-001.md.123.deadbeef.tmp", None),
+        (".user-001.md.0123456789ab.tmp", None),
         (".user-001.md", None),
         ("-001.md", None),
         ("user001.md", None),

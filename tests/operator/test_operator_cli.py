@@ -70,7 +70,7 @@ def test_r_cli_2_usage_errors_exit_2(ws: Workspace) -> None:
     assert run_cli(["status", str(ws.root), "--bogus"]).returncode == 2
 
 
-def test_r_scan_7_json_report(ws: Workspace) -> None:
+def test_r_scan_3_json_report(ws: Workspace) -> None:
     root = cli_prompt(ws, "hello", "", RecordingLauncher())
     crash_at(ws, root, "hop.warrant")
     proc = run_cli(["scan", str(ws.root), "--json"])

@@ -70,7 +70,7 @@ def launched(ws: Workspace, agent: str) -> bool:
 # --------------------------------------------------------------------- scan
 
 
-def test_r_scan_sigkill_mid_hop_then_scan_deposits_one_died_and_the_parent_delivers_it(
+def test_r_scan_5_sigkill_mid_hop_then_scan_deposits_one_died_and_the_parent_delivers_it(
     ws: Workspace,
 ) -> None:
     root = cli_ok("prompt", str(ws.root), "lead\n@dispatch name=w @sleep 300").strip()
@@ -107,7 +107,7 @@ def test_r_scan_sigkill_mid_hop_then_scan_deposits_one_died_and_the_parent_deliv
 # --------------------------------------------------------------------- stop
 
 
-def test_r_stop_during_a_model_call_parks_stopped_and_a_message_revives(ws: Workspace) -> None:
+def test_r_stop_6_during_a_model_call_parks_stopped_and_a_message_revives(ws: Workspace) -> None:
     root = quiet_root(ws)
     child = cli_ok("dispatch", str(ws.root), root, "@sleep 300").strip()
     wait_for(lambda: in_model_call(ws, child), "the child's model call")
@@ -142,7 +142,7 @@ exec {real} "$@"
 """
 
 
-def test_r_stop_during_a_long_tool_step_settles_and_parks_stopped(
+def test_r_stop_4_during_a_long_tool_step_settles_and_parks_stopped(
     ws: Workspace, tmp_path: Path
 ) -> None:
     """The first tool result's commit is held open (a slow ``git`` on PATH) until the stop
@@ -174,7 +174,7 @@ def test_r_stop_during_a_long_tool_step_settles_and_parks_stopped(
     assert not launched(ws, root)
 
 
-def test_r_stop_of_a_parent_stops_its_running_children(ws: Workspace) -> None:
+def test_r_stop_3_stop_of_a_parent_stops_its_running_children(ws: Workspace) -> None:
     root = cli_ok("prompt", str(ws.root), "lead\n@dispatch name=w @sleep 300").strip()
     wait_for(lambda: len(children_of(ws, root)) == 1, "the dispatch")
     (child,) = children_of(ws, root)
@@ -198,7 +198,7 @@ def test_r_stop_of_a_parent_stops_its_running_children(ws: Workspace) -> None:
     assert not any(not e.delivered for e in read_entries(ws.worktree(child)))
 
 
-def test_r_stop_nothing_to_stop_exits_zero_with_a_note(ws: Workspace) -> None:
+def test_r_stop_1_nothing_to_stop_exits_zero_with_a_note(ws: Workspace) -> None:
     root = quiet_root(ws)
     proc = run_cli(["stop", str(ws.root), root])
     assert proc.returncode == 0 and proc.stdout == ""

@@ -52,7 +52,7 @@ def died_results(ws: Workspace, parent: str, child: str) -> list[tuple[str, str]
 # --------------------------------------------------------------------- the pure verdict
 
 
-def test_r_scan_2_condition_table() -> None:
+def test_r_scan_4_condition_table() -> None:
     due, nothing, unpaired = Warrant.MODEL_CALL_DUE, Warrant.NOTHING_DUE, Warrant.UNPAIRED
     assert condition_of(driven=True, pending_count=0, due=due, budget_at_tip=False) is (
         Condition.DRIVEN
@@ -72,7 +72,7 @@ def test_r_scan_2_condition_table() -> None:
         )
 
 
-def test_r_scan_7_report_line_is_upstreams_shape() -> None:
+def test_r_scan_3_report_line_is_upstreams_shape() -> None:
     report = ScanReport(
         silent_deaths=["A-B", "C-D"], swept=["A-B"], launched=["A"], busy=["X"], debris=["g"]
     )
@@ -94,7 +94,7 @@ def test_r_scan_7_report_line_is_upstreams_shape() -> None:
 # --------------------------------------------------------------------- real deaths
 
 
-def test_r_scan_3_died_before_the_model_call_gets_one_obituary_and_i15_idempotent(
+def test_r_scan_5_died_before_the_model_call_gets_one_obituary_and_i15_idempotent(
     ws: Workspace,
 ) -> None:
     root, child = family(ws)
@@ -118,7 +118,7 @@ def test_r_scan_3_died_before_the_model_call_gets_one_obituary_and_i15_idempoten
     assert scan(ws, RecordingLauncher()).line() == QUIET
 
 
-def test_r_scan_2_died_with_an_open_tool_window(ws: Workspace) -> None:
+def test_r_scan_4_died_with_an_open_tool_window(ws: Workspace) -> None:
     root, child = family(ws, goal="@tools 1")
     crash_at(ws, child, "hop.assistant-committed")
     report = scan(ws, RecordingLauncher())
@@ -126,7 +126,7 @@ def test_r_scan_2_died_with_an_open_tool_window(ws: Workspace) -> None:
     assert died_results(ws, root, child) == [("died", ws.branch_tip(child))]
 
 
-def test_r_scan_2_died_between_tool_results_and_the_successor(ws: Workspace) -> None:
+def test_r_scan_4_died_between_tool_results_and_the_successor(ws: Workspace) -> None:
     root, child = family(ws, goal="@tools 1")
     crash_at(ws, child, "hop.tools-ran")
     report = scan(ws, RecordingLauncher())
@@ -134,7 +134,7 @@ def test_r_scan_2_died_between_tool_results_and_the_successor(ws: Workspace) -> 
     assert len(died_results(ws, root, child)) == 1
 
 
-def test_r_scan_2_dead_child_with_pending_mail_is_flushed_not_obituarised(ws: Workspace) -> None:
+def test_r_scan_4_dead_child_with_pending_mail_is_flushed_not_obituarised(ws: Workspace) -> None:
     """Mail under a free lock is work a launch picks up (crash settlement, then delivery):
     the flush's case, not a death."""
     root, child = family(ws)
@@ -146,7 +146,7 @@ def test_r_scan_2_dead_child_with_pending_mail_is_flushed_not_obituarised(ws: Wo
     assert rec.launches == [(ws.root, child)]
 
 
-def test_r_scan_3_revived_and_dead_again_is_reported_again(ws: Workspace) -> None:
+def test_d_12_revived_and_dead_again_is_reported_again(ws: Workspace) -> None:
     root, child = family(ws)
     crash_at(ws, child, "hop.warrant")
     scan(ws, RecordingLauncher())
@@ -160,7 +160,7 @@ def test_r_scan_3_revived_and_dead_again_is_reported_again(ws: Workspace) -> Non
     assert died_results(ws, root, child) == [("died", first_tip), ("died", second_tip)]
 
 
-def test_r_scan_4_a_dead_root_is_named_but_never_deposited_for(ws: Workspace) -> None:
+def test_r_scan_1_a_dead_root_is_named_but_never_deposited_for(ws: Workspace) -> None:
     root = cli_prompt(ws, "work", "", RecordingLauncher())
     crash_at(ws, root, "hop.warrant")
     for _ in range(2):
@@ -171,7 +171,7 @@ def test_r_scan_4_a_dead_root_is_named_but_never_deposited_for(ws: Workspace) ->
         assert pending(ws.inbox_dir(root)) == []
 
 
-def test_r_scan_4_missing_parent_makes_a_root_and_the_pass_goes_on(ws: Workspace) -> None:
+def test_r_scan_1_missing_parent_makes_a_root_and_the_pass_goes_on(ws: Workspace) -> None:
     root_a, child_a = family(ws)
     root_b, child_b = family(ws)
     crash_at(ws, child_a, "hop.warrant")
@@ -184,7 +184,7 @@ def test_r_scan_4_missing_parent_makes_a_root_and_the_pass_goes_on(ws: Workspace
     assert len(died_results(ws, root_b, child_b)) == 1
 
 
-def test_r_scan_2_a_live_executor_is_skipped(ws: Workspace) -> None:
+def test_r_scan_1_a_live_executor_is_skipped(ws: Workspace) -> None:
     root, child = family(ws)
     crash_at(ws, child, "hop.warrant")
     lock = try_acquire(ws.inbox_dir(child))
@@ -200,7 +200,7 @@ def test_r_scan_2_a_live_executor_is_skipped(ws: Workspace) -> None:
 # ------------------------------------------------- upstream's false deaths (digest §15.6)
 
 
-def test_d_scan_fresh_child_that_has_not_run_is_not_dead(ws: Workspace) -> None:
+def test_d_10_fresh_child_that_has_not_run_is_not_dead(ws: Workspace) -> None:
     """Hazard 1: dispatched, goal pending, no driver yet: upstream deposits `died`."""
     root, child = family(ws)
     rec = RecordingLauncher()
@@ -212,7 +212,7 @@ def test_d_scan_fresh_child_that_has_not_run_is_not_dead(ws: Workspace) -> None:
     assert rec.launches == [(ws.root, child)]
 
 
-def test_d_scan_child_with_nothing_delivered_and_nothing_pending_is_not_dead(
+def test_d_10_child_with_nothing_delivered_and_nothing_pending_is_not_dead(
     ws: Workspace,
 ) -> None:
     root, _ = family(ws)
@@ -222,7 +222,7 @@ def test_d_scan_child_with_nothing_delivered_and_nothing_pending_is_not_dead(
     assert report.silent_deaths == [] and results_from(ws, root, bare) == []
 
 
-def test_d_scan_child_that_answered_only_the_operator_is_not_dead(ws: Workspace) -> None:
+def test_d_11_child_that_answered_only_the_operator_is_not_dead(ws: Workspace) -> None:
     """Hazard 2: the operator spoke last before the child ever ran, so its reply went to
     nobody and no returned mark exists: upstream deposits a false `died`."""
     root, child = family(ws)
@@ -235,7 +235,7 @@ def test_d_scan_child_that_answered_only_the_operator_is_not_dead(ws: Workspace)
     assert results_from(ws, root, child) == []
 
 
-def test_d_scan_child_that_answered_a_sibling_is_not_dead(ws: Workspace) -> None:
+def test_d_11_child_that_answered_a_sibling_is_not_dead(ws: Workspace) -> None:
     root, child = family(ws)
     sibling = cli_dispatch(ws, root, "sibling work", "", RecordingLauncher())
     deposit(ws.root, child, sibling, "a question from your sibling")
@@ -245,7 +245,7 @@ def test_d_scan_child_that_answered_a_sibling_is_not_dead(ws: Workspace) -> None
     assert report.silent_deaths == [] and results_from(ws, root, child) == []
 
 
-def test_d_scan_child_that_owed_nothing_after_a_foreign_reply_is_not_dead(ws: Workspace) -> None:
+def test_d_11_child_that_owed_nothing_after_a_foreign_reply_is_not_dead(ws: Workspace) -> None:
     """litany's debt: a foreign reply asks nothing, so the answer is not deposited and the
     returned mark stays behind the tip; still not a death."""
     root, child = family(ws)
@@ -259,7 +259,7 @@ def test_d_scan_child_that_owed_nothing_after_a_foreign_reply_is_not_dead(ws: Wo
     assert report.silent_deaths == [] and died_results(ws, root, child) == []
 
 
-def test_d_scan_crash_between_terminal_commit_and_deposit_is_not_a_death(ws: Workspace) -> None:
+def test_d_11_crash_between_terminal_commit_and_deposit_is_not_a_death(ws: Workspace) -> None:
     """Hazard 3: the final response is committed, its deposit never made. Not a death
     (the lost reply is a documented residual), so no false `died`."""
     root, child = family(ws)
@@ -268,7 +268,7 @@ def test_d_scan_crash_between_terminal_commit_and_deposit_is_not_a_death(ws: Wor
     assert report.silent_deaths == [] and results_from(ws, root, child) == []
 
 
-def test_r_scan_3_a_stopped_child_is_already_reported(ws: Workspace) -> None:
+def test_r_scan_5_a_stopped_child_is_already_reported(ws: Workspace) -> None:
     root, child = family(ws)
     result = drive(ws, child, stop=lambda: True)
     assert result.epitaph is Epitaph.STOPPED
@@ -278,7 +278,7 @@ def test_r_scan_3_a_stopped_child_is_already_reported(ws: Workspace) -> None:
     assert report.launched == [root]  # a scan is an explicit touch: the parked obituary flushes
 
 
-def test_r_scan_2_budget_exhausted_root_is_at_rest(ws: Workspace) -> None:
+def test_r_scan_4_budget_exhausted_root_is_at_rest(ws: Workspace) -> None:
     root = cli_prompt(ws, "@tools 3", "", RecordingLauncher())
     result = drive(ws, root, budget=1)
     assert result.epitaph is Epitaph.BUDGET_EXHAUSTED
@@ -288,7 +288,7 @@ def test_r_scan_2_budget_exhausted_root_is_at_rest(ws: Workspace) -> None:
 # --------------------------------------------------------------------- flush
 
 
-def test_r_scan_5_pending_under_a_free_lock_gets_one_launch(ws: Workspace) -> None:
+def test_r_scan_2_pending_under_a_free_lock_gets_one_launch(ws: Workspace) -> None:
     root, child = family(ws)
     drive(ws, child)  # the child answers; the reply waits in the root's inbox
     rec = RecordingLauncher()
@@ -298,7 +298,7 @@ def test_r_scan_5_pending_under_a_free_lock_gets_one_launch(ws: Workspace) -> No
     assert len(pending(ws.inbox_dir(root))) == 1  # launched, never drained
 
 
-def test_r_scan_5_pending_under_a_held_lock_is_left_alone(ws: Workspace) -> None:
+def test_r_scan_2_pending_under_a_held_lock_is_left_alone(ws: Workspace) -> None:
     _, child = family(ws)
     before = {p.name: p.path.read_bytes() for p in pending(ws.inbox_dir(child))}
     lock = try_acquire(ws.inbox_dir(child))
@@ -312,7 +312,7 @@ def test_r_scan_5_pending_under_a_held_lock_is_left_alone(ws: Workspace) -> None
     assert {p.name: p.path.read_bytes() for p in pending(ws.inbox_dir(child))} == before
 
 
-def test_r_scan_5_debris_is_counted_and_untouched(ws: Workspace) -> None:
+def test_r_scan_2_debris_is_counted_and_untouched(ws: Workspace) -> None:
     ghost = ws.inbox_root / "ghost"
     ghost.mkdir(parents=True)
     (ghost / "user-001.md").write_bytes(b"---\nfrom: user\n---\nhello")
@@ -326,7 +326,7 @@ def test_r_scan_5_debris_is_counted_and_untouched(ws: Workspace) -> None:
     assert report.line().endswith("inboxes with no agent branch: 1")
 
 
-def test_r_scan_5_agent_created_during_the_pass_is_not_debris(ws: Workspace) -> None:
+def test_r_scan_2_agent_created_during_the_pass_is_not_debris(ws: Workspace) -> None:
     root, _ = family(ws)
     rec = RecordingLauncher()
     stepper = Stepper(scan_actor(ws, rec))
@@ -337,7 +337,7 @@ def test_r_scan_5_agent_created_during_the_pass_is_not_debris(ws: Workspace) -> 
     assert late in report.launched
 
 
-def test_r_scan_2_the_sweep_creates_no_inbox_directory(ws: Workspace) -> None:
+def test_r_scan_6_the_sweep_creates_no_inbox_directory(ws: Workspace) -> None:
     root = ws.mint_root(SystemClock())
     ws.create_root_agent(root, "", "no mail yet")
     scan(ws, RecordingLauncher())
@@ -355,7 +355,7 @@ def _to_hold(stepper: Stepper[ScanReport], agent: str) -> None:
             return
 
 
-def test_r_scan_2_writer_busy_during_the_hold_is_launched_by_the_flush(ws: Workspace) -> None:
+def test_r_scan_6_writer_busy_during_the_hold_is_launched_by_the_flush(ws: Workspace) -> None:
     """The sweep's hold makes a writer's probe read busy; the flush is its release rule."""
     root, child = family(ws)
     drive(ws, child)
@@ -370,7 +370,7 @@ def test_r_scan_2_writer_busy_during_the_hold_is_launched_by_the_flush(ws: Works
     assert scan_rec.launches == [(ws.root, root)]
 
 
-def test_r_scan_2_a_driver_starting_during_the_hold_steps_aside_and_no_false_death(
+def test_r_scan_6_a_driver_starting_during_the_hold_steps_aside_and_no_false_death(
     ws: Workspace,
 ) -> None:
     """The fresh-child race: the child's driver cannot drain under the sweep's hold, so the

@@ -21,7 +21,7 @@ def is_agent_id(agent_id: str) -> bool:
 
     post: not __return__ or agent_id not in ("", ".", "..")
     post: not __return__ or all(c not in agent_id for c in (chr(47), chr(92), chr(0)))
-    post: __return__ or agent_id in ("", ".", "..") or any(c in agent_id for c in "/\\\0")
+    post: __return__ or agent_id in ("", ".", "..") or bool(set(agent_id) & {"/", chr(92), chr(0)})
     """
     if agent_id in ("", ".", ".."):
         return False

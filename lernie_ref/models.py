@@ -111,7 +111,6 @@ class ModelAdapter(Protocol):
 # The scripted model
 # ---------------------------------------------------------------------------
 
-DIRECTIVES = ("@message", "@dispatch", "@tools", "@silent", "@sleep")
 NOOP_TOOL = "noop"
 """The tool name ``@tools n`` calls: not a harness tool, so its result is an error and it
 has no side effect; it exists to make tool steps (and the exec baton) scriptable."""

@@ -20,6 +20,9 @@ behalf (sender: the child; ``terminal_ref``: its tip), which moves the mark to t
 tip: the same death is never reported twice, and a stop's ``stopped`` obituary
 (which also moved the mark to the tip) counts as already reported. A parent with
 no ref makes the agent a root: roots are named in the report, never deposited for.
+An agent at rest whose committed final response never reached its recipient (it
+died between the commit and the deposit) gets that reply deposited on its behalf,
+once (R-SCAN-9).
 
 Holding the lock while reading makes the verdict a snapshot no executor can move
 under it. A writer whose probe read "busy" during that hold, and a launched driver
@@ -42,6 +45,7 @@ from dataclasses import dataclass, field
 
 from lernie_ref.actor import Actor, Point, run
 from lernie_ref.clock import Clock
+from lernie_ref.entry import entry_blocks, text_of
 from lernie_ref.errors import (
     GitOpError,
     LaunchError,
@@ -49,7 +53,8 @@ from lernie_ref.errors import (
     LockError,
     io_text,
 )
-from lernie_ref.ids import parent_of
+from lernie_ref.frontmatter import terminal_ref_of
+from lernie_ref.ids import is_agent_id, parent_of
 from lernie_ref.inbox import (
     Epitaph,
     Launcher,
@@ -59,6 +64,9 @@ from lernie_ref.inbox import (
     probe_actor,
 )
 from lernie_ref.lock import try_acquire
+from lernie_ref.reply import recipient
+from lernie_ref.reply_debt import is_terminal_response, read_bytes, read_entries, read_text
+from lernie_ref.transcript import commit_subject, load
 from lernie_ref.warrant import Warrant, history_of, warrant_of
 from lernie_ref.workspace import MARK_REF_PREFIX, Workspace
 
@@ -96,6 +104,14 @@ def condition_of(
     return Condition.DIED_MID_WORK
 
 
+@dataclass(frozen=True)
+class UnsentReply:
+    """R-SCAN-9: a final response committed at the tip whose deposit never landed."""
+
+    recipient: str
+    response: str | None
+
+
 def obituary_owed(condition: Condition, parent: str | None, returned: str | None, tip: str) -> bool:
     """R-SCAN-5: a ``died`` deposit is owed iff the agent died mid-work, has a registered parent,
     and its returned mark is not already at its branch tip."""
@@ -108,6 +124,8 @@ class ScanReport:
 
     silent_deaths: list[str] = field(default_factory=list)
     swept: list[str] = field(default_factory=list)
+    resent: list[tuple[str, str]] = field(default_factory=list)
+    """(agent, recipient) of every final response the sweep deposited on its author's behalf."""
     launched: list[str] = field(default_factory=list)
     busy: list[str] = field(default_factory=list)
     debris: list[str] = field(default_factory=list)
@@ -123,10 +141,11 @@ class ScanReport:
             f"inboxes with no agent branch: {len(self.debris)}"
         )
 
-    def as_json(self) -> dict[str, list[str]]:
+    def as_json(self) -> dict[str, object]:
         return {
             "silent_deaths": list(self.silent_deaths),
             "swept": list(self.swept),
+            "resent": [{"agent": a, "to": r} for a, r in self.resent],
             "launched": list(self.launched),
             "busy": list(self.busy),
             "debris": list(self.debris),
@@ -154,8 +173,6 @@ def mark_value(ws: Workspace, kind: str, agent: str) -> str | None:
 
 def transcript_due(ws: Workspace, agent: str) -> Warrant:
     """R-STEP-3 over the agent's worktree transcript (strays included: they were delivered)."""
-    from lernie_ref.transcript import load
-
     return warrant_of(history_of(load(ws.worktree(agent))))
 
 
@@ -183,6 +200,52 @@ def read_condition(ws: Workspace, agent: str) -> tuple[Condition, str]:
     return condition, tip
 
 
+def _result_on_disk(ws: Workspace, to: str, sender: str, terminal_ref: str) -> bool:
+    """A result from ``sender`` carrying ``terminal_ref`` is pending for or delivered to ``to``."""
+    for deposit in pending(ws.inbox_dir(to)):
+        if deposit.sender != sender:
+            continue
+        try:
+            body = deposit.path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return True  # unreadable: assume it is the one; never risk a second copy
+        if terminal_ref_of(body) == terminal_ref:
+            return True
+    return any(
+        entry.delivered
+        and entry.origin == sender
+        and terminal_ref_of(read_text(entry)) == terminal_ref
+        for entry in read_entries(ws.worktree(to))
+    )
+
+
+def unsent_reply(
+    ws: Workspace, agent: str, tip: str, registry: frozenset[str]
+) -> UnsentReply | None:
+    """R-SCAN-9: the final response at ``agent``'s tip that never reached its recipient, if any.
+
+    All must hold: the returned mark is not at the tip; the newest transcript entry is
+    a terminal response and the tip is its own commit (R-TR-3; an uncommitted entry is
+    left to the next hop's stray recovery); a reply is owed to a registered agent
+    (R-ADDR-3, R-DEBT-4); and no result from ``agent`` carrying the tip is pending for,
+    or delivered to, that agent (a deposit whose mark was lost is not sent twice).
+    """
+    if mark_value(ws, RETURNED, agent) == tip:
+        return None
+    worktree = ws.worktree(agent)
+    entries = read_entries(worktree)
+    if not entries or not is_terminal_response(entries[0]):
+        return None
+    newest = entries[0]
+    subject = ws.git.run(ws.repo_git, ["log", "-1", "--format=%s", tip]).stdout
+    if subject != commit_subject(newest.seq, newest.origin, agent):
+        return None
+    to = recipient(worktree, agent, Epitaph.FINAL_RESPONSE)
+    if to is None or to not in registry or _result_on_disk(ws, to, agent, tip):
+        return None
+    return UnsentReply(to, text_of(entry_blocks(read_bytes(newest))))
+
+
 # --------------------------------------------------------------------- the pass
 
 
@@ -201,7 +264,8 @@ def _sweep_one(
             yield Point("scan.driven", agent)
             return
     try:
-        yield Point("scan.held", agent)
+        # No inbox directory: nothing to hold (and no executor can hold it either).
+        yield Point("scan.held" if lock is not None else "scan.no-inbox", agent)
         condition, tip = read_condition(ws, agent)
         yield Point("scan.assessed", agent, condition.value)
         if condition is Condition.DIED_MID_WORK:
@@ -217,6 +281,24 @@ def _sweep_one(
                 )
                 report.swept.append(agent)
                 yield Point("scan.swept", agent, parent)
+        elif condition is Condition.AT_REST:
+            try:
+                unsent = unsent_reply(ws, agent, tip, registry)
+            except LernieError as exc:
+                raise ScanError(f"read transcript of {agent}: {exc}") from None
+            if unsent is not None:
+                yield from deposit_result_actor(
+                    ws.root,
+                    unsent.recipient,
+                    agent,
+                    Epitaph.FINAL_RESPONSE,
+                    tip,
+                    unsent.response,
+                    clock,
+                    ws.git,
+                )
+                report.resent.append((agent, unsent.recipient))
+                yield Point("scan.resent", agent, unsent.recipient)
     finally:
         if lock is not None:
             lock.release()
@@ -260,9 +342,16 @@ def _flush(
 def scan_actor(
     ws: Workspace, launcher: Launcher, clock: Clock | None = None
 ) -> Actor[ScanReport]:
-    """R-SCAN-1: the whole pass as an actor: sweep every agent, then flush every inbox."""
+    """R-SCAN-1: the whole pass as an actor: sweep every agent, then flush every inbox.
+
+    Points, per agent: ``scan.driven``, or ``scan.held`` (``scan.no-inbox``),
+    ``scan.assessed`` (detail: the condition), the deposit's points and ``scan.swept``
+    when an obituary is written, ``scan.released``; then per inbox: ``scan.debris``, or
+    the probe's points and ``scan.flushed`` (detail: launched or busy).
+    """
     try:
-        agents = ws.agent_ids()
+        # A ref whose name is not one path component (``agents/x/y``) names no agent.
+        agents = [a for a in ws.agent_ids() if is_agent_id(a)]
     except LernieError as exc:
         raise GitOpError("for-each-ref agents/", exc) from None
     registry = frozenset(agents)

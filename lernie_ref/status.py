@@ -19,7 +19,7 @@ from pathlib import Path
 
 from lernie_ref.errors import LernieError
 from lernie_ref.frontmatter import split_frontmatter, terminal_ref_of
-from lernie_ref.ids import parent_of
+from lernie_ref.ids import is_agent_id, parent_of
 from lernie_ref.inbox import pending
 from lernie_ref.reply_debt import Entry, is_terminal_response, read_entries
 from lernie_ref.scan import (
@@ -110,7 +110,7 @@ def last_epitaph(
 
 def status(ws: Workspace) -> list[AgentStatus]:
     """R-STATUS-1: one row per registered agent, in registry order."""
-    agents = ws.agent_ids()
+    agents = [a for a in ws.agent_ids() if is_agent_id(a)]
     registry = frozenset(agents)
     entries: dict[str, list[Entry]] = {}
     for agent in agents:

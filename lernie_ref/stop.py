@@ -10,20 +10,21 @@ line for every lock held through that very descriptor. Discovery therefore scans
 ``/proc/<pid>/fd/*`` once for descriptors of the targeted inbox directories and
 keeps only those whose ``fdinfo`` shows an ``FLOCK … WRITE`` lock on the
 directory's inode; when a description is shared (a fork child still holding a
-copy), the process that took the lock (the pid recorded in the lock line) wins
-(R-STOP-2).
+copy), the process that took the lock (the pid recorded in the lock line) wins.
+A holder whose command line is not ``advance <ws> <agent>`` (a writer's probe, a
+scan, which hold the lock for an instant) counts only if it still holds the lock
+after a short grace (R-STOP-2).
 
 The cascade is the stop (litany, bl-3114): the agent and every descendant whose
 inbox directory exists are targeted, always (R-STOP-3). Nothing is signalled when
-any target's process group is the caller's own (R-STOP-4). A holder that leads
-``SIGTERM`` goes to the holder process alone, never to its group: the executor
-ends its own model adapter at its next check point, while a group signal would
-also fell a ``git`` it is running mid-commit and turn the stop into a crash
-(D-14). ``stop`` then waits for the signalled processes to exit; one that outlives
-the deadline gets ``SIGKILL``, sent to its whole group when it leads one (its
-adapter and tool processes die with it) (R-STOP-5).
-The stopped executor ends through its normal exit protocol with the ``stopped``
-epitaph (R-TERM-1, R-TERM-4): nobody is woken.
+any target's process group is the caller's own (R-STOP-4). ``SIGTERM`` goes to the
+holder process alone, never to its group: the executor ends its own model adapter
+at its next check point, while a group signal would also fell a ``git`` it is
+running mid-commit and turn the stop into a crash (D-14). ``stop`` then waits for
+the signalled processes to exit; one that outlives the deadline gets ``SIGKILL``,
+sent to its whole group when it leads one (its adapter and tool processes die
+with it) (R-STOP-5). The stopped executor ends through its normal exit protocol
+with the ``stopped`` epitaph (R-TERM-1, R-TERM-4): nobody is woken.
 
 This module is on a light import path: no JSON, no git beyond the existence
 guard, no scan machinery.
@@ -45,6 +46,8 @@ STOP_DEADLINE_S = 30.0
 """R-STOP-5: how long a signalled executor may take to end its exit protocol before SIGKILL."""
 
 POLL_S = 0.05
+PROBE_GRACE_S = 1.0
+"""R-STOP-2: how long a holder that is not a driver must keep the lock to count as one."""
 MAX_ROUNDS = 3
 """R-STOP-3: discovery is repeated after each wait, at most this many rounds in all."""
 
@@ -93,6 +96,8 @@ class Holder:
     agent: str
     pid: int
     pgid: int
+    driver: bool = True
+    """Its command line is ``… advance <ws> <agent>``: an executor, signalled at once."""
 
     @property
     def leads_group(self) -> bool:
@@ -227,6 +232,14 @@ def _holding_fds(pid: str, targets: dict[str, tuple[str, os.stat_result]]) -> li
     return found
 
 
+def _is_driver(pid: int, agent: str) -> bool:
+    try:
+        argv = (PROC / str(pid) / "cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return b"advance" in argv and os.fsencode(agent) in argv
+
+
 def _pgid(pid: int) -> int | None:
     try:
         return pgid_of_stat((PROC / str(pid) / "stat").read_text())
@@ -267,8 +280,28 @@ def discover(inboxes: dict[str, Path]) -> list[Holder]:
         pgid = _pgid(chosen)
         if pgid is None:
             continue  # it exited meanwhile: nothing to stop
-        holders.append(Holder(agent, chosen, pgid))
+        holders.append(Holder(agent, chosen, pgid, _is_driver(chosen, agent)))
     return holders
+
+
+def confirm(
+    holders: list[Holder],
+    inboxes: dict[str, Path],
+    *,
+    grace_s: float = PROBE_GRACE_S,
+    sleep: Callable[[float], None] = time.sleep,
+    monotonic: Callable[[], float] = time.monotonic,
+) -> list[Holder]:
+    """R-STOP-2: keep every driver; keep any other holder only if it still holds after
+    ``grace_s`` (a writer's probe or a scan holds a lock for an instant, an executor
+    for its whole hop)."""
+    others = {(h.agent, h.pid) for h in holders if not h.driver}
+    end = monotonic() + grace_s
+    while others and monotonic() < end:
+        sleep(POLL_S)
+        still = {(h.agent, h.pid) for h in discover(inboxes)}
+        others &= still
+    return [h for h in holders if h.driver or (h.agent, h.pid) in others]
 
 
 def is_gone(pid: int) -> bool:
@@ -363,9 +396,9 @@ def stop(
     report = StopReport()
     signalled_pids: set[int] = set()
     for _ in range(MAX_ROUNDS):
-        fresh = [
-            h for h in discover(subtree_inboxes(ws.root, agent)) if h.pid not in signalled_pids
-        ]
+        inboxes = subtree_inboxes(ws.root, agent)
+        found = [h for h in discover(inboxes) if h.pid not in signalled_pids]
+        fresh = confirm(found, inboxes, sleep=sleep)
         if not fresh:
             break
         report.killed.extend(signal_and_wait(fresh, deadline_s=deadline_s, sleep=sleep))

@@ -28,11 +28,19 @@ from pathlib import Path
 from lernie_ref import reply
 from lernie_ref.actor import Actor, Point
 from lernie_ref.clock import Clock
-from lernie_ref.errors import GitOpError, LernieError
+from lernie_ref.errors import DepositError, GitOpError, LernieError
 from lernie_ref.inbox import Epitaph, Launcher, deposit_result_actor, probe_actor
 from lernie_ref.lock import ExecutorLock
 from lernie_ref.release import notice, release_actor
 from lernie_ref.workspace import Workspace
+
+
+class ResultDepositError(LernieError):
+    """A result deposit failed under the lease; upstream labels every executor deposit error
+    ``deposit initial user message: …`` (facts §15), and so does this text."""
+
+    def __init__(self, source: DepositError) -> None:
+        super().__init__(f"deposit initial user message: {source}")
 
 
 def terminal_ref(ws: Workspace, agent_id: str) -> str:
@@ -63,9 +71,12 @@ def conclude_actor(
     yield Point("terminal.recipient", agent_id, to or "")
     if to is not None:
         sha = terminal_ref(ws, agent_id)
-        yield from deposit_result_actor(
-            ws.root, to, agent_id, epitaph, sha, response, clock, ws.git
-        )
+        try:
+            yield from deposit_result_actor(
+                ws.root, to, agent_id, epitaph, sha, response, clock, ws.git
+            )
+        except DepositError as exc:
+            raise ResultDepositError(exc) from None
     yield from release_actor(ws.root, agent_id, lock, seen, launcher)
     if epitaph is not Epitaph.FINAL_RESPONSE:
         return to

@@ -4,7 +4,8 @@ A tree (a root and every agent whose id descends from it) is *settled* when, at
 one observation:
 
 - no agent of the tree has its executor lock held (read from ``/proc/locks``, so
-  the observer never takes a lock a launched driver is about to take);
+  the observer never takes a lock a launched driver is about to take; where that
+  file does not show flocks, a writer-style probe with the release rule instead);
 - no inbox of the tree holds a deposit that warrants a launch (R-REL-2; a parked
   ``stopped``/``budget-exhausted`` obituary does not).
 
@@ -14,17 +15,20 @@ before the call, or a crash) is quiescent: nothing will move it until a touch.
 Two settled observations in a row, a poll interval apart, count as quiescent:
 that rides over a launch that is in flight (its deposit is still pending) and
 the final-response self-launch (nothing pending, and it stops at pin 1). The
-observer reads only; it writes nothing and launches nothing.
+observer writes nothing but a scratch directory under ``steps/`` (removed again)
+and, in the probing fallback only, launches what its own probe may have deferred.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lernie_ref.actor import run
 from lernie_ref.errors import LernieError
 from lernie_ref.frontmatter import deposit_warrants_launch
 from lernie_ref.inbox import pending
@@ -84,20 +88,53 @@ def held_flocks(path: Path = PROC_LOCKS) -> set[tuple[int, int, int]] | None:
     return out
 
 
-def lock_held(inbox: Path, held: set[tuple[int, int, int]] | None) -> bool:
-    """Is an executor lock held on ``inbox``? Without ``/proc/locks``, a probe that releases."""
+def proc_locks_usable(ws: Workspace) -> bool:
+    """Does ``/proc/locks`` show this process's own ``flock``? (Checked on a scratch
+    directory under ``steps/``, never on an inbox, so no driver is disturbed.)"""
+    import fcntl
+
+    scratch = ws.steps_root / f".wait-{os.getpid()}"
+    try:
+        scratch.mkdir(parents=True, exist_ok=True)
+        fd = os.open(scratch, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        st = os.fstat(fd)
+        held = held_flocks()
+        return held is not None and (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino) in held
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            scratch.rmdir()
+
+
+def lock_held(ws: Workspace, agent: str, held: set[tuple[int, int, int]] | None) -> bool:
+    """Is the agent's executor lock held?
+
+    With ``held`` (from ``/proc/locks``) this only reads. Without it, it probes like a
+    writer: a free lock is released at once, and because the probe may have made a
+    driver that was just launched find the lock busy and leave, it then completes that
+    launch the way the release rule does (R-REL-1, with an empty seen-set).
+    """
+    inbox = ws.inbox_dir(agent)
     try:
         st = os.stat(inbox)
     except FileNotFoundError:
         return False
     if held is not None:
         return (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino) in held
+    from lernie_ref.inbox import AdvanceLauncher
     from lernie_ref.lock import try_acquire
+    from lernie_ref.release import release_actor
 
     lock = try_acquire(inbox)
     if lock is None:
         return True
-    lock.release()
+    run(release_actor(ws.root, agent, lock, frozenset(), AdvanceLauncher()))
     return False
 
 
@@ -114,13 +151,12 @@ def _warranted(inbox: Path) -> bool:
     return False
 
 
-def observe(ws: Workspace, root: str) -> TreeState:
-    """One observation of the tree of ``root``."""
-    held = held_flocks()
+def observe(ws: Workspace, root: str, held: set[tuple[int, int, int]] | None) -> TreeState:
+    """One observation of the tree of ``root`` (``held``: see :func:`lock_held`)."""
     running: list[str] = []
     waiting: list[str] = []
     for agent in tree_of(ws, root):
-        if lock_held(ws.inbox_dir(agent), held):
+        if lock_held(ws, agent, held):
             running.append(agent)
             continue
         elif _warranted(ws.inbox_dir(agent)):
@@ -139,8 +175,9 @@ def wait_quiescent(
     """Return once the tree of ``root`` is quiescent; :class:`WaitTimeout` after ``timeout_s``."""
     deadline = monotonic() + timeout_s
     calm = 0
+    readable = proc_locks_usable(ws)
     while True:
-        state = observe(ws, root)
+        state = observe(ws, root, held_flocks() if readable else None)
         calm = calm + 1 if state.settled else 0
         if calm >= 2:
             return

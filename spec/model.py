@@ -316,7 +316,7 @@ def deposit_publish(st: State, prof: Profile, scope: Scope, i: int, nxt: str) ->
     ghost = _ghost_add(st.ghost, Dep(p.target, p.sender, p.dkind))
     kind = "" if p.dkind == PLAIN else f" [{p.dkind}]"
     text = f"publish {name(p.target)}/{name(p.sender)}-{n:03d}{kind}{note}"
-    return [(Step("R-DEP-6", i, text), _put(st, i, p._replace(pc=nxt, n=n),
+    return [(Step("R-DEP-6", i, text), _put(st, i, p._replace(pc=nxt, n=0, dkind=PLAIN),
                                              agents=agents, ghost=ghost))]
 
 
@@ -609,7 +609,9 @@ def stop_agent(st: State, prof: Profile, scope: Scope) -> Succ:
             targets |= {c for c in range(len(st.agents)) if _descends(scope, c, a)}
         hit = [j for j, p in enumerate(st.procs)
                if p.role == "D" and p.lease and p.agent in targets and not p.stop]
-        if not hit:
+        # The flag is read only at check points, so setting it just before one
+        # is equivalent to setting it any earlier (a sound reduction).
+        if not any(st.procs[j].pc in ("step", "t.result") for j in hit):
             continue
         procs = tuple(p._replace(stop=True) if j in hit else p for j, p in enumerate(st.procs))
         s = st._replace(procs=procs, budget=b._replace(stops=b.stops - 1))

@@ -9,6 +9,9 @@ silent). Guards before any lease, so a typo creates no inbox directory (I-17).
 After a step that ran tools the process replaces itself with the successor hop,
 ``python -m lernie_ref advance <ws> <id>``, handing the still-held lease over in
 ``LERNIE_LOCK_FD`` (the exec baton): the lock is never free between hops (I-2).
+SIGTERM is blocked across that ``execve`` and unblocked once the successor's
+handler is installed, so a stop that lands between the two hops is not lost
+(it would otherwise hit the default disposition and kill the process outright).
 Prints nothing on stdout; errors are one ``lernie advance: …`` line, exit 1.
 """
 
@@ -48,6 +51,9 @@ class ExecError(LernieError):
 
 def run(ns: argparse.Namespace) -> str | None:
     signal.signal(signal.SIGTERM, _on_sigterm)
+    # A predecessor hop blocks SIGTERM across its execve (see below); a signal that
+    # arrived meanwhile is pending and is delivered to the handler right here.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
     with contextlib.suppress(OSError):
         os.setpgid(0, 0)
     from lernie_ref.actor import run as run_actor
@@ -85,8 +91,14 @@ def run(ns: argparse.Namespace) -> str | None:
     sys.stderr.flush()
     try:
         env = successor_env(lock, os.environ)
+        # Blocked, not lost: the mask survives execve, so a SIGTERM that lands while the
+        # successor's interpreter starts waits for its handler instead of killing it.
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+        if _stop:
+            os.kill(os.getpid(), signal.SIGTERM)
         os.execve(sys.executable, argv, env)
     except OSError as exc:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
         import fcntl
 
         with contextlib.suppress(OSError):

@@ -120,19 +120,5 @@ def run(ns: argparse.Namespace) -> str | None:
 
 
 def _blob(ws: Workspace, spec: str) -> bytes:
-    """A blob's exact bytes (the git runner decodes and trims its output, so not through it)."""
-    import os
-    import subprocess
-
-    from lernie_ref.gitrun import SCRUBBED_ENV
-
-    env = {k: v for k, v in os.environ.items() if k not in SCRUBBED_ENV}
-    proc = subprocess.run(
-        ["git", "-C", str(ws.repo_git), "cat-file", "blob", spec],
-        capture_output=True,
-        env=env,
-        check=False,
-    )
-    if proc.returncode != 0:
-        raise LernieError(f"git cat-file {spec}: {proc.stderr.decode('utf-8', 'replace').strip()}")
-    return proc.stdout
+    """A blob's text (the runner trims surrounding whitespace, which the display drops anyway)."""
+    return ws.git.run(ws.repo_git, ["cat-file", "blob", spec]).stdout.encode("utf-8")

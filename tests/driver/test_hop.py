@@ -265,3 +265,19 @@ def test_r_term_1_stop_inside_the_tool_window_settles_unanswered_calls(ws: Works
     assert len(tools) == 2
     assert b"interrupted" in tools[1].data and b'"tool_use_id":"c2"' in tools[1].data
     assert lock_is_free(ws, root)
+
+
+def test_r_step_5_failed_result_deposit_releases_and_launches_nothing(ws: Workspace) -> None:
+    import shutil
+
+    inline = Inline(ws)
+    root = cli_prompt(ws, "x", "", inline.launcher)
+    assert inline.settle()
+    kid = cli_dispatch(ws, root, "job", "", inline.launcher)
+    inline.launcher.launches.clear()
+    shutil.rmtree(ws.inbox_dir(root))
+    ws.inbox_dir(root).write_text("not a directory")  # the parent's inbox cannot take mail
+    with pytest.raises(LernieError, match=r"^deposit initial user message: inbox i/o at "):
+        inline.hop(kid)
+    assert lock_is_free(ws, kid)
+    assert inline.launcher.launches == []

@@ -14,6 +14,8 @@ launched hop runs. Seeded historic bugs are monkeypatches of the deciding functi
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from lernie_ref import release, reply
@@ -239,3 +241,82 @@ def test_r_lock_3_in_process_baton_keeps_the_lease_between_hops(ws: Workspace) -
     assert not lock_is_free(ws, root)
     second.lock.release()
     assert lock_is_free(ws, root)
+
+
+@pytest.mark.parametrize("rule", ["on", "patched-out"])
+def test_r_rel_1_a_stopping_driver_completes_the_launch_of_mail_that_raced_it(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch, rule: str
+) -> None:
+    """Pin 2 forbids the stopped driver's own launches; only the release rule may wake it."""
+    if rule == "patched-out":
+        monkeypatch.setattr(release, "owed_launch", lambda listing, seen: False)
+    inline = Inline(ws)
+    root = cli_prompt(ws, "first", "", inline.launcher)
+    inline.launcher.launches.clear()
+    hop = Stepper(hop_actor(ws, root, {}, inline.deps))
+    hop.run_to("hop.warrant")  # drained the prompt; a model call is due
+    inline.stop = True
+    Stepper(deposit_actor(ws.root, root, "user", "second", None)).finish()
+    assert Stepper(probe_actor(ws.root, root, inline.launcher)).finish() is ProbeOutcome.BUSY
+    result = hop.finish()
+    assert result.outcome is Outcome.TERMINAL and result.recipient is None
+    inline.stop = False
+    if rule == "on":
+        assert inline.launcher.launches == [(ws.root, root)]
+        assert inline.settle()
+        assert inbox_names(ws, root) == []
+        assert names(ws, root)[-1] == "003-scripted.json"
+    else:
+        assert inline.launcher.launches == []
+        assert inbox_names(ws, root) == ["user-001.md"]
+
+
+def _writer_at_every_hop_point(
+    make_ws: Callable[..., Workspace], prompt: str
+) -> list[tuple[int, str, list[str], list[str]]]:
+    """For each protocol point k of a hop: a fresh workspace, the hop run to its k-th point,
+    then a writer's whole deposit and probe, then the hop and every launch to the end.
+    Returns (k, point, inbox left over, delivered texts ending in "late") per cut."""
+    outcomes = []
+    k = 0
+    while True:
+        ws = make_ws()
+        inline = Inline(ws)
+        root = cli_prompt(ws, prompt, "", inline.launcher)
+        inline.launcher.launches.clear()
+        hop = Stepper(hop_actor(ws, root, {}, inline.deps))
+        point = None
+        for _ in range(k + 1):
+            point = hop.step()
+            if point is None:
+                break
+        if point is None:
+            return outcomes
+        Stepper(deposit_actor(ws.root, root, "bob", "late", None)).finish()
+        Stepper(probe_actor(ws.root, root, inline.launcher)).finish()
+        hop.finish()
+        assert inline.settle()
+        late = [e.text for e in entries(ws, root) if e.delivered and e.text.endswith("late")]
+        outcomes.append((k, point.name, inbox_names(ws, root), late))
+        k += 1
+
+
+@pytest.mark.parametrize("prompt", ["hello", "@tools 1\nhello"])
+def test_i_5_i_7_a_writer_at_every_point_of_a_hop_is_delivered_exactly_once(
+    make_ws: Callable[..., Workspace], prompt: str
+) -> None:
+    outcomes = _writer_at_every_hop_point(make_ws, prompt)
+    assert len(outcomes) > 8
+    for k, point, left, late in outcomes:
+        assert (left, len(late)) == ([], 1), (k, point)
+
+
+def test_i_7_without_the_release_rule_some_point_of_a_hop_strands_the_writer(
+    make_ws: Callable[..., Workspace], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(release, "owed_launch", lambda listing, seen: False)
+    outcomes = _writer_at_every_hop_point(make_ws, "hello")
+    stranded = [(k, point) for k, point, left, late in outcomes if left == ["bob-001.md"]]
+    assert stranded, outcomes
+    # only cuts after the drain's one read and before the release strand it
+    assert all(point != "hop.acquired" for _, point in stranded)

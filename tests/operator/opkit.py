@@ -127,15 +127,25 @@ HOLDER_CODE = (
     "if sys.argv[2] == 'ignore': signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
     "fd = os.open(sys.argv[1], os.O_RDONLY)\n"
     "if sys.argv[3] == 'lock': fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
+    "signal.signal(signal.SIGUSR1, lambda *_: fcntl.flock(fd, fcntl.LOCK_UN))\n"
     "print('ready', flush=True)\n"
-    "time.sleep(600)\n"
+    "while True: time.sleep(600)\n"
 )
 
 
 def spawn_holder(
-    inbox: Path, *, lock: bool = True, ignore_term: bool = False, own_session: bool = True
+    inbox: Path,
+    *,
+    lock: bool = True,
+    ignore_term: bool = False,
+    own_session: bool = True,
+    extra_argv: tuple[str, ...] = (),
 ) -> subprocess.Popen[str]:
-    """A real process that opens ``inbox`` (and, with ``lock``, holds its flock) until killed."""
+    """A real process that opens ``inbox`` (and, with ``lock``, holds its flock) until killed.
+
+    SIGUSR1 makes it release the lock (and live on); ``extra_argv`` lands on its
+    command line (``("advance", ws, agent)`` makes it look like a driver).
+    """
     inbox.mkdir(parents=True, exist_ok=True)
     proc = subprocess.Popen(
         [
@@ -145,6 +155,7 @@ def spawn_holder(
             str(inbox),
             "ignore" if ignore_term else "term",
             "lock" if lock else "open",
+            *extra_argv,
         ],
         stdout=subprocess.PIPE,
         text=True,

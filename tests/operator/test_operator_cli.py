@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import run_cli, wait_quiescent
 from opkit import crash_at, drive, spawn_holder, tree_listing
 
 from lernie_ref.inbox import RecordingLauncher, cli_dispatch, cli_prompt, deposit
@@ -78,6 +78,7 @@ def test_r_scan_3_json_report(ws: Workspace) -> None:
     assert json.loads(proc.stdout) == {
         "silent_deaths": [root],
         "swept": [],
+        "resent": [],
         "launched": [],
         "busy": [],
         "debris": [],
@@ -149,3 +150,48 @@ def test_r_status_1_empty_workspace_prints_the_header(ws: Workspace) -> None:
     assert proc.returncode == 0
     assert proc.stdout.split() == " ".join(HEADERS).split()
     assert json.loads(run_cli(["status", str(ws.root), "--json"]).stdout) == {"agents": []}
+
+
+def test_r_scan_1_a_ref_that_is_not_an_agent_id_is_ignored(ws: Workspace) -> None:
+    root = cli_prompt(ws, "lead", "", RecordingLauncher())
+    drive(ws, root)
+    tip = ws.branch_tip(root)
+    ws.git.run(ws.repo_git, ["update-ref", "refs/heads/agents/x/y", tip])
+    before = tree_listing(ws.root)
+    for verb in ("scan", "status"):
+        proc = run_cli([verb, str(ws.root)])
+        assert proc.returncode == 0, proc.stderr
+    assert "x/y" not in run_cli(["status", str(ws.root)]).stdout
+    assert tree_listing(ws.root) == before
+
+
+def test_r_scan_7_an_unreadable_transcript_aborts_loudly_and_status_carries_on(
+    ws: Workspace,
+) -> None:
+    root = cli_prompt(ws, "lead", "", RecordingLauncher())
+    drive(ws, root)
+    (ws.worktree(root) / "messages" / "003-scripted.json").write_bytes(b"{not json")
+    before = tree_listing(ws.root)
+    line = one_line_failure(run_cli(["scan", str(ws.root)]), "scan")
+    assert line.startswith(f"lernie scan: read transcript of {root}: ")
+    assert tree_listing(ws.root) == before
+    proc = run_cli(["status", str(ws.root), "--json"])
+    assert proc.returncode == 0, proc.stderr
+    (row,) = json.loads(proc.stdout)["agents"]
+    assert row["transcript_length"] == 3 and row["died_mid_work"] is False
+
+
+def test_r_scan_9_a_resent_reply_is_named_on_stderr(ws: Workspace) -> None:
+    rec = RecordingLauncher()
+    root = cli_prompt(ws, "lead", "", rec)
+    drive(ws, root)
+    child = cli_dispatch(ws, root, "work", "", rec)
+    crash_at(ws, child, "hop.assistant-committed")
+    proc = run_cli(["scan", str(ws.root), "--json"])
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == (
+        f"lernie scan: {child}: its final response never reached {root}; "
+        "deposited it on its behalf (R-SCAN-9)\n"
+    )
+    assert json.loads(proc.stdout)["resent"] == [{"agent": child, "to": root}]
+    wait_quiescent(ws)

@@ -27,6 +27,7 @@ from lernie_ref.inbox import (
     pending,
 )
 from lernie_ref.lock import try_acquire
+from lernie_ref.reply_debt import read_entries
 from lernie_ref.scan import Condition, ScanReport, condition_of, scan, scan_actor
 from lernie_ref.warrant import Warrant
 from lernie_ref.workspace import Workspace
@@ -84,6 +85,7 @@ def test_r_scan_3_report_line_is_upstreams_shape() -> None:
     assert json.loads(report.json_text()) == {
         "silent_deaths": ["A-B", "C-D"],
         "swept": ["A-B"],
+        "resent": [],
         "launched": ["A"],
         "busy": ["X"],
         "debris": ["g"],
@@ -259,13 +261,58 @@ def test_d_11_child_that_owed_nothing_after_a_foreign_reply_is_not_dead(ws: Work
     assert report.silent_deaths == [] and died_results(ws, root, child) == []
 
 
-def test_d_11_crash_between_terminal_commit_and_deposit_is_not_a_death(ws: Workspace) -> None:
-    """Hazard 3: the final response is committed, its deposit never made. Not a death
-    (the lost reply is a documented residual), so no false `died`."""
+def test_r_scan_9_crash_between_terminal_commit_and_deposit_resends_the_reply(
+    ws: Workspace,
+) -> None:
+    """Hazard 3: the final response is committed, its deposit never made. Upstream writes a
+    false `died` (or, once the child had returned before, nothing: the reply is lost).
+    Here the sweep deposits the committed reply on the child's behalf, once."""
     root, child = family(ws)
     crash_at(ws, child, "hop.assistant-committed")
+    tip = ws.branch_tip(child)
+    rec = RecordingLauncher()
+    report = scan(ws, rec)
+    assert report.silent_deaths == [] and report.swept == []
+    assert report.resent == [(child, root)]
+    assert results_from(ws, root, child) == [("final-response", tip)]
+    (deposit_file,) = pending(ws.inbox_dir(root))
+    assert deposit_file.path.read_text().endswith("\nscripted reply to " + root + ": work on it")
+    assert mark(ws, "returned", child) == tip
+    assert rec.launches == [(ws.root, root)]
+    assert scan(ws, RecordingLauncher()).resent == []
+    drive(ws, root)
+    assert scan(ws, RecordingLauncher()).line() == QUIET
+
+
+def test_r_scan_9_a_deposited_reply_whose_mark_was_lost_is_not_sent_twice(
+    ws: Workspace,
+) -> None:
+    root, child = family(ws)
+    drive(ws, child)
+    lose_mark = ["update-ref", "-d", f"refs/lernie/returned/{child}"]
+    ws.git.run(ws.repo_git, lose_mark)
+    assert scan(ws, RecordingLauncher()).resent == []  # still pending in the root's inbox
+    drive(ws, root)
+    ws.git.run(ws.repo_git, lose_mark)
+    assert scan(ws, RecordingLauncher()).resent == []  # delivered into the root's transcript
+    assert len([e for e in read_entries(ws.worktree(root)) if e.origin == child]) == 1
+
+
+def test_r_scan_9_an_unowed_or_operator_reply_is_not_resent(ws: Workspace) -> None:
+    root, child = family(ws)
+    deposit(ws.root, child, "user", "a word from the operator")
+    crash_at(ws, child, "hop.assistant-committed")
     report = scan(ws, RecordingLauncher())
-    assert report.silent_deaths == [] and results_from(ws, root, child) == []
+    assert report.resent == [] and report.silent_deaths == []
+    assert results_from(ws, root, child) == []
+
+
+def test_r_scan_9_an_uncommitted_final_entry_is_left_to_stray_recovery(ws: Workspace) -> None:
+    root, child = family(ws)
+    crash_at(ws, child, "transcript.renamed", detail="002-scripted.json")
+    report = scan(ws, RecordingLauncher())
+    assert report.resent == [] and report.silent_deaths == []
+    assert results_from(ws, root, child) == []
 
 
 def test_r_scan_5_a_stopped_child_is_already_reported(ws: Workspace) -> None:

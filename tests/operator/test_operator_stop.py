@@ -21,6 +21,7 @@ from lernie_ref.stop import (
     Holder,
     LockLine,
     SelfGroup,
+    confirm,
     discover,
     is_descendant_or_self,
     is_gone,
@@ -69,13 +70,49 @@ def test_r_stop_2_the_holder_is_found_and_a_mere_opener_is_not(ws: Workspace) ->
     holder = spawn_holder(inbox, lock=True)
     try:
         found = discover({"a-b": inbox})
-        assert found == [Holder("a-b", holder.pid, holder.pid)]
+        assert found == [Holder("a-b", holder.pid, holder.pid, driver=False)]
         assert lock_holder_pids(inbox) == [holder.pid]
     finally:
         _reap(holder)
         _reap(opener)
     assert discover({"a-b": inbox}) == []
     assert lock_holder_pids(inbox) == []
+
+
+def test_r_stop_2_a_holder_that_lets_go_within_the_grace_is_not_signalled(ws: Workspace) -> None:
+    """A writer's probe or a scan holds a lock for an instant: not an executor."""
+    root = cli_prompt(ws, "lead", "", RecordingLauncher())
+    prober = spawn_holder(ws.inbox_dir(root))
+    try:
+        (found,) = discover({root: ws.inbox_dir(root)})
+        assert not found.driver
+
+        def lets_go(_: float) -> None:
+            prober.send_signal(signal.SIGUSR1)
+            wait_for(lambda: not lock_holder_pids(ws.inbox_dir(root)), "the release")
+
+        assert stop(ws.root, root, sleep=lets_go).signalled == []
+        assert prober.poll() is None  # never signalled
+    finally:
+        _reap(prober)
+
+
+def test_r_stop_2_a_driver_is_recognised_by_its_command_line(ws: Workspace) -> None:
+    root = cli_prompt(ws, "lead", "", RecordingLauncher())
+    driver = spawn_holder(ws.inbox_dir(root), extra_argv=("advance", str(ws.root), root))
+    try:
+        (found,) = discover({root: ws.inbox_dir(root)})
+        assert found.driver
+
+        def must_not_wait(_: float) -> None:
+            raise AssertionError("a driver is signalled without a grace period")
+
+        assert confirm([found], {root: ws.inbox_dir(root)}, sleep=must_not_wait) == [found]
+        report = stop(ws.root, root)
+        assert [h.pid for h in report.signalled] == [driver.pid]
+        assert driver.wait(timeout=60) == -signal.SIGTERM
+    finally:
+        _reap(driver)
 
 
 def test_r_stop_2_a_missing_inbox_has_no_holder(ws: Workspace) -> None:

@@ -48,9 +48,14 @@ class Inline:
         )
 
     def hop(self, agent: str) -> HopResult:
-        """One ``lernie advance`` including its exec'd successors."""
+        """One ``lernie advance`` including its exec'd successors (after its existence guard)."""
+        self.ws.require_agent(agent, "a hop drives an existing agent")
         result = run(hop_actor(self.ws, agent, {}, self.deps))
         self.hops.append(agent)
+        return self.successors(agent, result)
+
+    def successors(self, agent: str, result: HopResult) -> HopResult:
+        """Run the exec'd successor hops of a hop that ran tools, adopting its lease."""
         while result.outcome is Outcome.TOOLS_RAN:
             assert result.lock is not None
             env = successor_env(result.lock, {})

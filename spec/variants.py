@@ -1,0 +1,78 @@
+"""Profiles (protocol versions) and variants (one historic bug each), and scopes.
+
+Every entry names the invariants it is expected to violate; `reference` must
+violate none. Upstream bug ids lead the names where upstream had one.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from spec.model import NOBODY, Profile, Scope
+
+
+class Variant(NamedTuple):
+    name: str
+    profile: Profile
+    expected: frozenset[str]
+    summary: str
+
+
+def _v(name: str, expected: tuple[str, ...], summary: str, **flags: bool) -> Variant:
+    return Variant(name, Profile(**flags), frozenset(expected), summary)
+
+
+VARIANTS: tuple[Variant, ...] = (
+    _v("reference", (), "this project's SPEC.md"),
+    _v("litany-0.0.12", ("I-5",),
+       "upstream as shipped: rename-replace deposits (D-1)", create_only=False),
+    _v("lernie-0.0.11", ("I-5", "I-13"),
+       "upstream as shipped: rename-replace deposits, no reply debt, no stop cascade",
+       create_only=False, reply_debt=False, stop_cascade=False),
+    _v("bl-9c8f-no-release-rule", ("I-7",),
+       "a release does not re-read the inbox", release_rule=False),
+    _v("bl-7318-release-by-close", ("I-7",),
+       "release by close: a forked child keeps the lock", release_by_close=True),
+    _v("bl-82d8-no-reply-debt", ("I-13",),
+       "every final response replies to the last prompter", reply_debt=False),
+    _v("bl-a96a-reply-to-parent", ("I-11",),
+       "a final response goes to the parent", reply_to_parent=True),
+    _v("bl-4a6c-no-recipient-revival", ("I-7",),
+       "the exit protocol does not probe the recipient", revival=False),
+    _v("bl-5846-no-exit-self-launch", ("I-7",),
+       "no exit self-launch (and, as then, no release rule)",
+       exit_self_launch=False, release_rule=False),
+    _v("bl-b98d-stop-leaves-tool-window", ("I-7",),
+       "a stop exits with its tool window open (and, as then, no crash settlement)",
+       stop_settles_window=False, crash_settlement=False),
+    _v("overwriting-deposit", ("I-5",),
+       "publication by rename replaces a same-named deposit", create_only=False),
+    _v("no-stray-recovery", ("I-18",),
+       "the drain does not commit a crashed delivery first", stray_recovery=False),
+    _v("stopped-obituary-wakes-parent", ("I-9",),
+       "a stopped exit probes its parent", stopped_wakes_parent=True),
+)
+
+BY_NAME = {v.name: v for v in VARIANTS}
+
+
+class NamedScope(NamedTuple):
+    name: str
+    scope: Scope
+    summary: str
+
+
+_TREE = (NOBODY, 0)  # P (root, exists) and C (its child, made by dispatch)
+
+# The default scope is the union of three small worlds, each exhausted in turn.
+DEFAULT: tuple[NamedScope, ...] = (
+    NamedScope("races", Scope(_TREE, (True, False), messages=2, advances=1, stops=0,
+                              scans=0, crashes=1, tools=0, sends=0, exhaust=0, max_procs=3),
+               "root P: two operator messages, one hand-run advance, one crash, 3 processes"),
+    NamedScope("tree", Scope(_TREE, (True, False), messages=1, advances=0, stops=1,
+                             scans=0, crashes=0, tools=0, sends=2, exhaust=0, max_procs=2),
+               "P and its child C: one operator message, two model sends, one stop"),
+    NamedScope("faults", Scope(_TREE, (True, False), messages=1, advances=0, stops=1,
+                               scans=1, crashes=1, tools=1, sends=1, exhaust=1, max_procs=2),
+               "P and C: one message, one send, one tool step, stop, scan, crash, budget"),
+)

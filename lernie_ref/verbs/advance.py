@@ -46,7 +46,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 class ExecError(LernieError):
-    pass
+    """R-LOCK-3: the successor could not be exec'd; the lease is released, exit 1."""
 
 
 def run(ns: argparse.Namespace) -> str | None:

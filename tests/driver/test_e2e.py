@@ -181,7 +181,8 @@ def test_i_5_kill_9_mid_hop_next_touch_heals_nothing_lost_or_duplicated(ws: Work
     proc = run_cli(["message", str(ws.root), root, "are you there?"])
     assert proc.returncode == 0 and proc.stdout == ""
     wait_quiescent(ws)
-    assert names(ws, root) == ["001-user.md", "002-user.md", "003-scripted.json"]
+    log = ws.driver_log(root).read_text() if ws.driver_log(root).exists() else ""
+    assert names(ws, root) == ["001-user.md", "002-user.md", "003-scripted.json"], log
     assert entries(ws, root)[0].text.endswith("slow question")
     assert entries(ws, root)[1].text.endswith("are you there?")
     assert final_response(ws, root) == "scripted reply to user: are you there?"

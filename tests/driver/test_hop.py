@@ -281,3 +281,16 @@ def test_r_step_5_failed_result_deposit_releases_and_launches_nothing(ws: Worksp
         inline.hop(kid)
     assert lock_is_free(ws, kid)
     assert inline.launcher.launches == []
+
+
+def test_r_drain_7_unreadable_deposit_fails_the_hop_and_stays_in_the_inbox(ws: Workspace) -> None:
+    inline = Inline(ws)
+    root = cli_prompt(ws, "x", "", inline.launcher)
+    assert inline.settle()
+    (ws.inbox_dir(root) / "user-001.md").write_bytes(b"---\nfrom: user\n---\n\xff\xfe")
+    inline.launcher.launches.clear()
+    with pytest.raises(LernieError, match="is not UTF-8 text; it stays in the inbox"):
+        inline.hop(root)
+    assert inbox_names(ws, root) == ["user-001.md"]
+    assert names(ws, root) == ["001-user.md", "002-scripted.json"]
+    assert lock_is_free(ws, root) and inline.launcher.launches == []

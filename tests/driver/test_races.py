@@ -277,7 +277,7 @@ def _writer_at_every_hop_point(
     """For each protocol point k of a hop: a fresh workspace, the hop run to its k-th point,
     then a writer's whole deposit and probe, then the hop and every launch to the end.
     Returns (k, point, inbox left over, delivered texts ending in "late") per cut."""
-    outcomes = []
+    outcomes: list[tuple[int, str, list[str], list[str]]] = []
     k = 0
     while True:
         ws = make_ws()

@@ -12,14 +12,12 @@ path: the scheduler only decides *when* the next step runs, never *what* it does
 from __future__ import annotations
 
 from collections.abc import Generator
-from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Generic, NamedTuple, TypeVar
 
 R = TypeVar("R")
 
 
-@dataclass(frozen=True)
-class Point:
+class Point(NamedTuple):
     """A point just passed; ``name`` is ``"<actor>.<step>"``, e.g. ``deposit.published``."""
 
     name: str

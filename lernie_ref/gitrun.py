@@ -11,9 +11,8 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 SCRUBBED_ENV = (
     "GIT_DIR",
@@ -26,8 +25,7 @@ SCRUBBED_ENV = (
 )
 
 
-@dataclass(frozen=True)
-class GitResult:
+class GitResult(NamedTuple):
     returncode: int
     stdout: str
     stderr: str

@@ -23,10 +23,9 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from enum import Enum, StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from lernie_ref.actor import Actor, Point, run
 from lernie_ref.clock import Clock, SystemClock, iso_stamp
@@ -109,8 +108,7 @@ class Epitaph(StrEnum):
 # --------------------------------------------------------------------- reading
 
 
-@dataclass(frozen=True)
-class Pending:
+class Pending(NamedTuple):
     """One pending deposit: an accepted name (R-DEP-9) with its mtime in ns."""
 
     name: str

@@ -35,7 +35,15 @@ class Warrant(enum.Enum):
 
 
 def warrant_of(history: Sequence[tuple[Role, Sequence[Block]]]) -> Warrant:
-    """R-STEP-3 over a wire history ``[(role, blocks), …]`` (merged or not: same answer)."""
+    """R-STEP-3 over a wire history ``[(role, blocks), …]`` (merged or not: same answer).
+
+    Contract (R-STEP-3: an unanswered ``tool_use`` id anywhere is Unpaired; otherwise the side
+    of the last message decides):
+
+    post: (__return__ == Warrant.UNPAIRED) == bool({i for _, b in history for i in tool_use_ids(b)} - {i for _, b in history for i in tool_result_ids(b)})
+    post: __return__ != Warrant.MODEL_CALL_DUE or history[-1][0] in ("user", "tool")
+    post: __return__ != Warrant.NOTHING_DUE or not history or history[-1][0] not in ("user", "tool")
+    """  # noqa: E501
     asked: set[str] = set()
     answered: set[str] = set()
     for _role, blocks in history:
@@ -55,7 +63,14 @@ def unanswered_tail(history: Sequence[tuple[Role, Sequence[Block]]]) -> list[str
     side; its ``tool_use`` ids that no later tool result answers are unanswered. A
     user-side message after the model message means the window is not a crash tail
     (the warrant then declines it as Unpaired instead).
-    """
+
+    Contract (R-STEP-2: ids of the newest model message only, none answered after it, and
+    nothing when a user-side message follows it):
+
+    post: not __return__ or all(m[0] != "user" for m in history[max([n for n, m in enumerate(history) if m[0] == "assistant"], default=0) :])
+    post: set(__return__) <= set(tool_use_ids(history[max([n for n, m in enumerate(history) if m[0] == "assistant"], default=0)][1])) if history else not __return__
+    post: all(i not in tool_result_ids(m[1]) for m in history[max([n for n, m in enumerate(history) if m[0] == "assistant"], default=len(history)) + 1 :] for i in __return__)
+    """  # noqa: E501
     last_model = None
     for index in range(len(history) - 1, -1, -1):
         role = history[index][0]

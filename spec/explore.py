@@ -105,10 +105,14 @@ def explore(
                 parent.append(k)
                 via.append(step)
                 depth.append(depth[k] + 1)
-                frontier.append(j)
-                for inv in state_violations(nxt, scope):
+                sbad = state_violations(nxt, scope)
+                for inv in sbad:
                     if inv not in found:
                         record(inv, path(j))
+                # A state that breaks an invariant is not expanded: what follows
+                # is not the protocol (and, e.g. with a lost deposit, unbounded).
+                if not sbad:
+                    frontier.append(j)
                 if progress is not None and j >= next_tick:
                     next_tick += 50_000
                     progress(j, time.perf_counter() - t0)

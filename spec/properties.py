@@ -10,8 +10,6 @@ the transition functions it judges.
 
 from __future__ import annotations
 
-from collections import Counter
-
 from spec.model import (
     CLOSED,
     FINAL,
@@ -58,8 +56,9 @@ def quiescent(st: State) -> bool:
 
 def state_violations(st: State, scope: Scope) -> list[str]:
     bad: list[str] = []
-    holders: Counter[int] = Counter()
-    writing: Counter[int] = Counter()
+    agents = st.agents
+    holders = [int(ag.linger) for ag in agents]
+    writing = [0] * len(agents)
     for p in st.procs:
         if p.lease:
             holders[p.agent] += 1
@@ -71,29 +70,24 @@ def state_violations(st: State, scope: Scope) -> list[str]:
             writing[p.agent] += 1
             if not p.lease:
                 bad.append("I-4")
-    for a, ag in enumerate(st.agents):
-        if holders[a] + ag.linger > 1:
-            bad.append("I-1")
-        if writing[a] > 1:
-            bad.append("I-4")
-    # I-5: the ghost multiset equals what is pending plus what is in flight
-    where: Counter[Dep] = Counter()
-    for a, ag in enumerate(st.agents):
-        for f in ag.inbox:
-            where[Dep(a, f.sender, f.kind)] += 1
-        for d in ag.uncommitted:
-            where[d] += 1
-    if where != Counter(st.ghost):
-        bad.append("I-5")
-    # I-18: once a holder is past stray recovery, only its own entry is uncommitted
-    for p in st.procs:
+        # I-18: once a holder is past stray recovery, only its own entry is uncommitted
         if p.role == "D" and p.lease and p.pc not in ("stray", ""):
-            if len(st.agents[p.agent].uncommitted) > (1 if p.pc == "commit" else 0):
+            if len(agents[p.agent].uncommitted) > (1 if p.pc == "commit" else 0):
                 bad.append("I-18")
+    if max(holders) > 1:
+        bad.append("I-1")
+    if max(writing) > 1:
+        bad.append("I-4")
+    # I-5: the ghost multiset equals what is pending plus what is in flight
+    where = [Dep(a, f.sender, f.kind) for a, ag in enumerate(agents) for f in ag.inbox]
+    for ag in agents:
+        where.extend(ag.uncommitted)
+    if len(where) != len(st.ghost) or sorted(where) != list(st.ghost):
+        bad.append("I-5")
     # I-7: a crash-free quiescent state leaves nothing that warrants a launch
-    if quiescent(st) and st.budget.crashes == scope.crashes:
-        for ag in st.agents:
-            if any(f.kind not in PARKED for f in ag.inbox) or ag.window != CLOSED:
+    if not st.procs and st.budget.crashes == scope.crashes and quiescent(st):
+        for ag in agents:
+            if ag.window != CLOSED or any(f.kind not in PARKED for f in ag.inbox):
                 bad.append("I-7")
                 break
     return bad
@@ -111,6 +105,8 @@ def step_violations(pre: State, step: Step, post: State, scope: Scope) -> list[s
     bad: list[str] = []
     i = step.actor
     p = pre.procs[i] if i >= 0 else None
+    # the actor after the step (None when the step ended it)
+    q = post.procs[i] if p is not None and len(post.procs) >= len(pre.procs) else None
     if p is not None and step.rule in _WRITES and p.released:
         bad.append("I-10")
     if p is not None and step.rule in {"R-DRAIN-2", "R-STEP-2", "R-DRAIN-4", "R-TR-3"} and (
@@ -127,8 +123,7 @@ def step_violations(pre: State, step: Step, post: State, scope: Scope) -> list[s
     if p is not None and p.pc == "self" and p.epitaph != FINAL:
         bad.append("I-8")
     # a terminal event's address (I-11) and the reply debt (I-12)
-    if p is not None and p.role == "D" and not p.epitaph and i < len(post.procs):
-        q = post.procs[i]
+    if p is not None and q is not None and p.role == "D" and not p.epitaph:
         if q.epitaph == FINAL:
             addr, owed = expected_recipient(scope, post, p.agent)
             if q.recip == p.agent:
@@ -142,16 +137,16 @@ def step_violations(pre: State, step: Step, post: State, scope: Scope) -> list[s
     if p is not None and p.pc == "v.rel" and p.target != p.recip:
         bad.append("I-11")  # the revival wakes exactly the deposit's recipient
     # I-2: the successor hop still holds the lease, nobody else does
-    if p is not None and step.rule == "R-LOCK-3" and not post.procs[i].lease:
+    if p is not None and step.rule == "R-LOCK-3" and (q is None or not q.lease):
         bad.append("I-2")
     # I-6: a drain lists plain mail first, then own-child results, each in mtime order
-    if p is not None and step.rule == "R-DRAIN-3" and i < len(post.procs):
+    if p is not None and q is not None and step.rule == "R-DRAIN-3":
         inbox = pre.agents[p.agent].inbox
         rank = {(f.sender, f.n): (f.kind != PLAIN and f.sender >= 0
                                   and scope.parents[f.sender] == p.agent, k)
                 for k, f in enumerate(inbox)}
-        q = post.procs[i].queue
-        if list(q) != sorted(q, key=lambda nm: rank[nm]):
+        listed = q.queue
+        if list(listed) != sorted(listed, key=lambda nm: rank[nm]):
             bad.append("I-6")
     # I-17: a writer verb or tool deposits only into an existing agent's inbox
     if p is not None and step.rule == "R-DEP-6" and p.dkind == PLAIN and (

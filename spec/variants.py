@@ -26,14 +26,14 @@ VARIANTS: tuple[Variant, ...] = (
     _v("reference", (), "this project's SPEC.md"),
     _v("litany-0.0.12", ("I-5",),
        "upstream as shipped: rename-replace deposits (D-1)", create_only=False),
-    _v("lernie-0.0.11", ("I-5", "I-13"),
+    _v("lernie-0.0.11", ("I-5", "I-12", "I-13"),
        "upstream as shipped: rename-replace deposits, no reply debt, no stop cascade",
        create_only=False, reply_debt=False, stop_cascade=False),
     _v("bl-9c8f-no-release-rule", ("I-7",),
        "a release does not re-read the inbox", release_rule=False),
     _v("bl-7318-release-by-close", ("I-7",),
        "release by close: a forked child keeps the lock", release_by_close=True),
-    _v("bl-82d8-no-reply-debt", ("I-13",),
+    _v("bl-82d8-no-reply-debt", ("I-12", "I-13"),
        "every final response replies to the last prompter", reply_debt=False),
     _v("bl-a96a-reply-to-parent", ("I-11",),
        "a final response goes to the parent", reply_to_parent=True),
@@ -64,15 +64,19 @@ class NamedScope(NamedTuple):
 
 _TREE = (NOBODY, 0)  # P (root, exists) and C (its child, made by dispatch)
 
-# The default scope is the union of three small worlds, each exhausted in turn.
+# The default scope is the union of four small worlds, each exhausted in turn:
+# together they exercise every transition of the model.
 DEFAULT: tuple[NamedScope, ...] = (
     NamedScope("races", Scope(_TREE, (True, False), messages=2, advances=1, stops=0,
                               scans=0, crashes=1, tools=0, sends=0, exhaust=0, max_procs=3),
                "root P: two operator messages, one hand-run advance, one crash, 3 processes"),
-    NamedScope("tree", Scope(_TREE, (True, False), messages=1, advances=0, stops=1,
-                             scans=0, crashes=0, tools=0, sends=2, exhaust=0, max_procs=2),
-               "P and its child C: one operator message, two model sends, one stop"),
-    NamedScope("faults", Scope(_TREE, (True, False), messages=1, advances=0, stops=1,
-                               scans=1, crashes=1, tools=1, sends=1, exhaust=1, max_procs=2),
-               "P and C: one message, one send, one tool step, stop, scan, crash, budget"),
+    NamedScope("exchange", Scope(_TREE, (True, False), messages=1, advances=0, stops=0,
+                                 scans=0, crashes=0, tools=0, sends=2, exhaust=0, max_procs=2),
+               "P and its child C: one operator message, two model sends (dispatch, message)"),
+    NamedScope("faults", Scope(_TREE, (True, True), messages=1, advances=0, stops=1,
+                               scans=1, crashes=1, tools=1, sends=0, exhaust=1, max_procs=2),
+               "P and C exist: one message, a tool step, a stop, a scan, a crash, a budget"),
+    NamedScope("dispatch", Scope(_TREE, (True, False), messages=1, advances=0, stops=1,
+                                 scans=1, crashes=0, tools=0, sends=1, exhaust=1, max_procs=2),
+               "P dispatches C: a stop, a scan and a budget exhaustion race the child"),
 )

@@ -72,6 +72,7 @@ class Scope(NamedTuple):
     sends: int = 1  # model `message` / `dispatch` tool calls
     exhaust: int = 1  # budget-exhausted events
     max_procs: int = 3  # live processes at once
+    max_seq: int = 3  # deposit numbers (upstream numbering only; beyond: out of scope)
     launch_cap: int = 1  # pending launches per agent (more coalesce)
 
 
@@ -101,10 +102,9 @@ class Agent(NamedTuple):
     due: bool = False  # last wire message on the user/tool side (R-STEP-3)
     window: int = CLOSED
     uncommitted: tuple[Dep, ...] = ()  # moved into messages/, not committed
-    returned: bool = False  # refs/lernie/returned/<id> (R-DEP-8)
+    returned: bool = False  # refs/lernie/returned/<id> is at the branch tip (R-DEP-8)
     launches: int = 0  # spawned drivers not yet started (R-LAUNCH-1)
     linger: bool = False  # a forked child still holds the lock (bl-7318 only)
-    parked: bool = False  # the last terminal event was stopped/budget-exhausted
 
 
 class Proc(NamedTuple):
@@ -193,7 +193,7 @@ def warrants(f: File) -> bool:
 
 
 def _set_agent(st: State, a: int, ag: Agent) -> tuple[Agent, ...]:
-    return st.agents[:a] + (ag,) + st.agents[a + 1 :]
+    return (*st.agents[:a], ag, *st.agents[a + 1:])
 
 
 def _put(st: State, i: int, p: Proc | None, agents: tuple[Agent, ...] | None = None,
@@ -224,7 +224,7 @@ def _ghost_remove(ghost: tuple[Dep, ...], d: Dep) -> tuple[Dep, ...]:
 
 
 def recipient_final(prof: Profile, scope: Scope, ag: Agent, a: int) -> int:
-    """R-ADDR-2/3 with R-DEBT-4: where a final response is deposited."""
+    """R-ADDR-3 with R-DEBT-4: where a final response is deposited."""
     if prof.reply_debt and not ag.owes:
         return NOBODY
     if prof.reply_to_parent:
@@ -235,7 +235,9 @@ def recipient_final(prof: Profile, scope: Scope, ag: Agent, a: int) -> int:
 
 
 def _delivered(scope: Scope, ag: Agent, a: int, d: Dep) -> Agent:
-    """The abstract transcript after one delivered `.md` entry (R-DRAIN-4)."""
+    """The abstract transcript after one delivered `.md` entry (R-DRAIN-4):
+    one reading (R-DEBT-1) updates the last prompter (R-ADDR-2) and whether
+    the entry asks for a reply (R-DEBT-3)."""
     plain = d.kind == PLAIN
     asks = d.sender != a and (plain or (d.sender >= 0 and scope.parents[d.sender] == a))
     return ag._replace(
@@ -250,7 +252,7 @@ def _delivered(scope: Scope, ag: Agent, a: int, d: Dep) -> Agent:
 def _terminal(ag: Agent) -> Agent:
     """A committed terminal response closes the debt window (R-DEBT-2)."""
     return ag._replace(due=False, owes=(not ag.answered) or ag.asks, answered=True,
-                       asks=False, parked=False)
+                       asks=False, returned=False)
 
 
 # ------------------------------------------------------------ transitions
@@ -260,59 +262,76 @@ def _terminal(ag: Agent) -> Agent:
 def ext_message(st: State, prof: Profile, scope: Scope) -> Succ:
     """R-PROBE-4 `lernie message` by the operator (sender `user`, R-ID-7):
     the existence guard (R-ID-4, I-17) admits only existing agents; the
-    writer lists the inbox and takes its number (R-DEP-2) as its first step."""
+    writer lists the inbox and takes its number (R-DEP-2) as its first step.
+    Roots exist from the start, so `lernie prompt` (R-PROBE-5) is this too."""
     out: Succ = []
     b = st.budget
     if b.messages == 0 or len(st.procs) >= scope.max_procs:
         return out
     for a, ag in enumerate(st.agents):
-        if ag.exists:
-            w = Proc("W", a, "w.pub", target=a, sender=USER, n=_number(ag, USER))
+        n = _number(prof, ag, USER)
+        if ag.exists and n <= scope.max_seq:
+            w = Proc("W", a, "w.pub", target=a, sender=USER, n=n)
             s = st._replace(procs=(*st.procs, w), budget=b._replace(messages=b.messages - 1))
             out.append((Step("R-PROBE-4", -1, f"user: lernie message {name(a)}", True), s))
     return out
 
 
-def _number(ag: Agent, sender: int) -> int:
-    """R-DEP-2: one more than the sender's largest pending number."""
+def _number(prof: Profile, ag: Agent, sender: int) -> int:
+    """R-DEP-2: one more than the sender's largest pending number. With
+    create-only publication (R-DEP-6) a number carries nothing but uniqueness,
+    so the model lets the publish step take the smallest free one instead
+    (keeps the state space finite); the listed number is then 0."""
+    if prof.create_only:
+        return 0
     return 1 + max((f.n for f in ag.inbox if f.sender == sender), default=0)
 
 
+def _free(ag: Agent, sender: int) -> int:
+    taken = {f.n for f in ag.inbox if f.sender == sender}
+    n = 1
+    while n in taken:
+        n += 1
+    return n
+
+
 def deposit_list(st: State, prof: Profile, scope: Scope, i: int, nxt: str) -> Succ:
-    """R-DEP-2 list the inbox and take the next number (temp write folded in)."""
+    """R-DEP-2 list the inbox and take the next number (temp write folded in).
+    For a `dispatch` tool (R-PROBE-6) this step first forks the child's branch
+    with an empty transcript (R-WS-3, R-WS-4)."""
     p = st.procs[i]
     ags = st.agents
     if p.tool == "dispatch" and not ags[p.target].exists:
         # R-PROBE-6 / R-WS-4: fork the child's branch with an empty transcript
         ags = _set_agent(st, p.target, Agent(exists=True))
-    q = p._replace(pc=nxt, n=_number(ags[p.target], p.sender))
-    return [(Step("R-DEP-2", i, f"list {name(p.target)} inbox: n={q.n}"),
-             _put(st, i, q, agents=ags))]
+    q = p._replace(pc=nxt, n=_number(prof, ags[p.target], p.sender))
+    if q.n > scope.max_seq:
+        return []
+    text = f"list {name(p.target)} inbox" + (f": n={q.n}" if q.n else "")
+    return [(Step("R-DEP-2", i, text), _put(st, i, q, agents=ags))]
 
 
 def deposit_publish(st: State, prof: Profile, scope: Scope, i: int, nxt: str) -> Succ:
     """R-DEP-1/R-DEP-6 publish under `<sender>-<n>.md`: create-only (a taken
-    name takes the next number) or, upstream, a rename that replaces."""
+    name takes the next number) or, upstream, a rename that replaces. A result
+    moves the returned mark to the tip with it (R-DEP-8). Every writer's program
+    publishes before it probes (R-PROBE-2)."""
     p = st.procs[i]
     ag = st.agents[p.target]
-    taken = {(f.sender, f.n) for f in ag.inbox}
     n = p.n
     inbox = ag.inbox
     note = ""
-    if (p.sender, n) in taken:
-        if prof.create_only:
-            while (p.sender, n) in taken:
-                n += 1
-            note = f" (name taken, took {n})"
-        else:
-            inbox = tuple(f for f in inbox if (f.sender, f.n) != (p.sender, n))
-            note = " REPLACING the file there"
+    if prof.create_only:
+        n = _free(ag, p.sender)
+    elif any((f.sender, f.n) == (p.sender, n) for f in inbox):
+        inbox = tuple(f for f in inbox if (f.sender, f.n) != (p.sender, n))
+        note = " REPLACING the file there"
     f = File(p.sender, n, p.dkind)
     ag2 = ag._replace(inbox=(*inbox, f))
     agents = _set_agent(st, p.target, ag2)
     if p.dkind != PLAIN and p.sender >= 0:  # R-DEP-8 returned mark
-        agents = agents[: p.sender] + (agents[p.sender]._replace(returned=True),) + agents[
-            p.sender + 1 :]
+        s0 = p.sender
+        agents = (*agents[:s0], agents[s0]._replace(returned=True), *agents[s0 + 1 :])
     ghost = _ghost_add(st.ghost, Dep(p.target, p.sender, p.dkind))
     kind = "" if p.dkind == PLAIN else f" [{p.dkind}]"
     text = f"publish {name(p.target)}/{name(p.sender)}-{n:03d}{kind}{note}"
@@ -331,7 +350,8 @@ def probe_acquire(st: State, prof: Profile, scope: Scope, i: int, nxt: str, busy
 
 
 def probe_release_launch(st: State, prof: Profile, scope: Scope, i: int, nxt: str) -> Succ:
-    """R-LAUNCH-1 (with R-PROBE-1): release the probe's lock first, then launch."""
+    """R-LAUNCH-1 (with R-PROBE-1): release the probe's lock first, then launch;
+    the writer held the lock for this one step only (R-PROBE-3)."""
     p = st.procs[i]
     s = _put(st, i, p._replace(pc=nxt, probe=NOBODY), agents=_launch(st, scope, p.target))
     return [(Step("R-LAUNCH-1", i, f"release {name(p.target)}, launch driver"), s)]
@@ -359,6 +379,7 @@ def start_driver(st: State, prof: Profile, scope: Scope, a: int) -> Succ:
 
 
 def _start(st: State, prof: Profile, a: int, who: str) -> Succ:
+    """R-STEP-1 take the lease with a try-acquire, or exit 0 as already driven."""
     if locked(st, a):
         return [(Step("R-STEP-1", -1, f"{who} {name(a)}: busy, exit 0"), st)]
     d = Proc("D", a, "", lease=True)
@@ -369,6 +390,7 @@ def _start(st: State, prof: Profile, a: int, who: str) -> Succ:
 
 
 def _hop_start(st: State, prof: Profile, p: Proc) -> Proc:
+    """R-DRAIN-2 then R-STEP-2 then R-DRAIN-3: where a hop begins its work."""
     ag = st.agents[p.agent]
     if ag.uncommitted and prof.stray_recovery:
         return p._replace(pc="stray")
@@ -384,20 +406,22 @@ def recover_stray(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     ghost = st.ghost
     for d in ag.uncommitted:
         ghost = _ghost_remove(ghost, d)
-    s = st._replace(agents=_set_agent(st, p.agent, ag._replace(uncommitted=())), ghost=ghost)
+    ag2 = ag._replace(uncommitted=(), returned=False)
+    s = st._replace(agents=_set_agent(st, p.agent, ag2), ghost=ghost)
     return [(Step("R-DRAIN-2", i, "commit delivered stray"), _put(s, i, _hop_start(s, prof, p)))]
 
 
 def settle_window(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     """R-STEP-2 settle a trailing orphan tool window with is_error results."""
     p = st.procs[i]
-    ag = st.agents[p.agent]._replace(window=CLOSED, due=True)
+    ag = st.agents[p.agent]._replace(window=CLOSED, due=True, returned=False)
     s = st._replace(agents=_set_agent(st, p.agent, ag))
     return [(Step("R-STEP-2", i, "settle orphan tool_use"), _put(s, i, p._replace(pc="list")))]
 
 
 def drain_list(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
-    """R-DRAIN-3 list the inbox once; plain mail first, then own-child results
+    """R-DRAIN-3 list the pending deposits once (R-DEP-11), at the hop's step
+    boundary only (R-DRAIN-1); plain mail first, then own-child results
     (R-DRAIN-4), each in mtime order."""
     p = st.procs[i]
     a = p.agent
@@ -436,7 +460,7 @@ def commit_entry(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     p = st.procs[i]
     ag = st.agents[p.agent]
     d = ag.uncommitted[-1]
-    ag2 = ag._replace(uncommitted=ag.uncommitted[:-1])
+    ag2 = ag._replace(uncommitted=ag.uncommitted[:-1], returned=False)
     s = st._replace(agents=_set_agent(st, p.agent, ag2), ghost=_ghost_remove(st.ghost, d))
     q = p._replace(pc="move") if p.queue else _warrant(s, prof, p)
     return [(Step("R-TR-3", i, f"commit {name(d.sender)} entry"), _put(s, i, q))]
@@ -453,7 +477,7 @@ def _warrant(st: State, prof: Profile, p: Proc) -> Proc:
 
 def decline(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     """R-STEP-5 an error exit: release by LOCK_UN, no release rule, no launch."""
-    p = st.procs[i]
+    st.procs[i]
     return [(Step("R-STEP-5", i, "Unpaired tool_use: declined, exit 1"), _put(st, i, None))]
 
 
@@ -478,7 +502,7 @@ def model_step(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
                    pc="x.list" if r != NOBODY else "release")
     out.append((Step("R-TERM-1", i, f"model: terminal response (reply to {name(r)})"),
                 _put(s, i, q)))
-    tw = st.agents[a]._replace(due=False, window=OPEN)
+    tw = st.agents[a]._replace(due=False, window=OPEN, returned=False)
     if b.tools:
         s = st._replace(agents=_set_agent(st, a, tw), budget=b._replace(tools=b.tools - 1))
         out.append((Step("R-STEP-7", i, "model: tool_use (no protocol effect)"),
@@ -501,12 +525,13 @@ def model_step(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
 
 def tool_result(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     """R-LOCK-3 commit the tool result, stop check, then exec the successor hop
-    with the lease kept (the baton; adoption R-LOCK-4 is the same process)."""
+    with the lease kept (the baton; adoption R-LOCK-4 is the same process).
+    A stop flag seen here ends the step `stopped` (R-TERM-6, R-STOP-6)."""
     p = st.procs[i]
     a = p.agent
     if p.stop and not prof.stop_settles_window:
         return _terminate(st, prof, scope, i, STOPPED, "stop flag in the tool window (left open)")
-    ag = st.agents[a]._replace(window=CLOSED, due=True)
+    ag = st.agents[a]._replace(window=CLOSED, due=True, returned=False)
     s = st._replace(agents=_set_agent(st, a, ag))
     q = p._replace(tool="", target=NOBODY, sender=NOBODY, n=0)
     if p.stop:
@@ -516,11 +541,11 @@ def tool_result(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
 
 
 def _terminate(st: State, prof: Profile, scope: Scope, i: int, ep: str, why: str) -> Succ:
-    """R-TERM-1 a stopped / budget-exhausted event: obituary to the parent."""
+    """R-TERM-1 a stopped / budget-exhausted event: obituary to the parent
+    (R-ADDR-1)."""
     p = st.procs[i]
     r = parent_of(scope, p.agent)  # R-ADDR-1
-    ag = st.agents[p.agent]._replace(parked=True)
-    s = st._replace(agents=_set_agent(st, p.agent, ag))
+    s = st
     q = p._replace(epitaph=ep, recip=r, pc="x.list" if r != NOBODY else "release",
                    target=r, sender=p.agent, dkind=ep, tool="")
     return [(Step("R-TERM-1", i, f"{why}: {ep} (obituary to {name(r)})"), _put(s, i, q))]
@@ -528,7 +553,8 @@ def _terminate(st: State, prof: Profile, scope: Scope, i: int, ep: str, why: str
 
 def release(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     """R-LOCK-2 release the lease by LOCK_UN (bl-7318 variant: by close, a
-    forked child may keep the lock a while)."""
+    forked child may keep the lock a while). After it the process has no
+    authority (R-TERM-5): only re-read, probes and launches remain."""
     p = st.procs[i]
     q = p._replace(lease=False, released=True,
                    pc="reread" if prof.release_rule else _after_reread(prof, p))
@@ -548,7 +574,8 @@ def linger_ends(st: State, prof: Profile, scope: Scope, a: int) -> Succ:
 
 def reread(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     """R-REL-1 after releasing, re-read the inbox; an unseen warranted deposit
-    (R-REL-2) means the releaser completes the writer's launch."""
+    (R-REL-2) means the releaser completes the writer's launch. The seen-set
+    (R-DRAIN-5) is what the hop listed and left: the queue, empty by now."""
     p = st.procs[i]
     seen = set(p.queue)
     owed = [f for f in st.agents[p.agent].inbox if (f.sender, f.n) not in seen and warrants(f)]
@@ -565,6 +592,7 @@ def rule_probe(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
 
 
 def rule_launch(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
+    """R-REL-1 (R-LAUNCH-1): the release rule's probe releases, then launches."""
     return probe_release_launch(st, prof, scope, i, _after_reread(prof, st.procs[i]))
 
 
@@ -596,7 +624,7 @@ def revive(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
 
 def stop_agent(st: State, prof: Profile, scope: Scope) -> Succ:
     """R-STOP-1 `lernie stop`: set the stop flag of the lock holder of the agent
-    and (cascade) of each descendant's holder."""
+    and (cascade, R-STOP-3) of each descendant's holder."""
     b = st.budget
     if b.stops == 0:
         return []
@@ -639,8 +667,10 @@ def ext_scan(st: State, prof: Profile, scope: Scope) -> Succ:
 
 
 def sweep(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
-    """R-SCAN-1 for every agent not driven whose registered parent never got a
-    result from it: deposit `died` there on its behalf (one atomic pass)."""
+    """R-SCAN-1/R-SCAN-4/R-SCAN-5 for every agent not driven that died mid-work
+    (no pending mail; work due or a tool window open) whose parent is registered
+    and whose returned mark is not at its tip: deposit `died` there on its
+    behalf, moving the mark (one atomic pass; R-SCAN-6 holds each lock)."""
     agents = st.agents
     ghost = st.ghost
     swept = []
@@ -648,12 +678,12 @@ def sweep(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
         par = scope.parents[c]
         if not ag.exists or locked(st, c) or par == NOBODY or not agents[par].exists:
             continue
-        if ag.returned:
+        if ag.returned or ag.inbox or not (ag.due or ag.window != CLOSED):
             continue
         pa = agents[par]
-        f = File(c, _number(pa, c), DIED)
-        agents = agents[:par] + (pa._replace(inbox=(*pa.inbox, f)),) + agents[par + 1 :]
-        agents = agents[:c] + (agents[c]._replace(returned=True),) + agents[c + 1 :]
+        f = File(c, _free(pa, c), DIED)
+        agents = (*agents[:par], pa._replace(inbox=(*pa.inbox, f)), *agents[par + 1:])
+        agents = (*agents[:c], agents[c]._replace(returned=True), *agents[c + 1:])
         ghost = _ghost_add(ghost, Dep(par, c, DIED))
         swept.append(name(c))
     text = f"sweep: died for {', '.join(swept)}" if swept else "sweep: nothing"
@@ -738,3 +768,113 @@ def successors(st: State, prof: Profile, scope: Scope) -> Succ:
     out += stop_agent(st, prof, scope)
     out += ext_scan(st, prof, scope)
     return out
+
+
+# ------------------------------------------------- rules <-> transitions
+# Every rule id of SPEC.md is either modelled by exactly one function here
+# (a transition, or the decision helper a transition folds in) or listed,
+# with the reason, in NOT_MODELLED. tests/model/test_rules.py enforces both.
+
+RULES: dict[str, Callable[..., object]] = {
+    "R-ID-1": parent_of,
+    "R-ID-4": ext_message,  # only existing agents are messaged (I-17)
+    "R-ID-7": ext_message,
+    "R-WS-3": deposit_list,  # dispatch forks the child's branch
+    "R-WS-4": deposit_list,
+    "R-TR-3": commit_entry,
+    "R-DEP-1": deposit_publish,
+    "R-DEP-2": _number,
+    "R-DEP-6": deposit_publish,
+    "R-DEP-8": deposit_publish,
+    "R-DEP-10": own_child_result,
+    "R-DEP-11": drain_list,
+    "R-LOCK-1": locked,
+    "R-LOCK-2": release,
+    "R-LOCK-3": tool_result,
+    "R-LOCK-4": tool_result,
+    "R-LAUNCH-1": probe_release_launch,
+    "R-PROBE-1": probe_acquire,
+    "R-PROBE-2": deposit_publish,  # every writer's pc runs publish before probe
+    "R-PROBE-3": probe_release_launch,
+    "R-PROBE-4": ext_message,
+    "R-PROBE-5": ext_message,  # roots pre-exist; `prompt` is then a message
+    "R-PROBE-6": deposit_list,
+    "R-DRAIN-1": drain_list,
+    "R-DRAIN-2": recover_stray,
+    "R-DRAIN-3": drain_list,
+    "R-DRAIN-4": drain_move,
+    "R-DRAIN-5": reread,
+    "R-STEP-1": start_driver,
+    "R-STEP-2": settle_window,
+    "R-STEP-3": _warrant,
+    "R-STEP-4": model_step,
+    "R-STEP-5": decline,
+    "R-STEP-7": model_step,
+    "R-TERM-1": _terminate,
+    "R-TERM-2": self_launch,
+    "R-TERM-3": _after_reread,
+    "R-TERM-4": _after_reread,
+    "R-TERM-5": release,
+    "R-TERM-6": tool_result,
+    "R-REL-1": reread,
+    "R-REL-2": warrants,
+    "R-ADDR-1": _terminate,
+    "R-ADDR-2": _delivered,
+    "R-ADDR-3": recipient_final,
+    "R-DEBT-1": _delivered,
+    "R-DEBT-2": _terminal,
+    "R-DEBT-3": _delivered,
+    "R-DEBT-4": recipient_final,
+    "R-SCAN-1": sweep,
+    "R-SCAN-2": flush,
+    "R-SCAN-4": sweep,
+    "R-SCAN-5": sweep,
+    "R-SCAN-6": sweep,
+    "R-STOP-1": stop_agent,
+    "R-STOP-3": stop_agent,
+    "R-STOP-6": tool_result,
+}
+
+NOT_MODELLED: dict[str, str] = {
+    "R-ID-2": "depth feeds budgets only; budget exhaustion is a bounded choice",
+    "R-ID-3": "ids are abstract indices: no string to guard",
+    "R-ID-5": "ids are abstract indices: minting has no race",
+    "R-ID-6": "name resolution happens before any protocol step",
+    "R-ID-8": "display names decide nothing in the protocol",
+    "R-WS-1": "layout: the model starts from a created workspace",
+    "R-WS-2": "workspace guard: a string/path check",
+    "R-WS-5": "ref names: the returned mark is a field",
+    "R-WS-6": "git invocation discipline",
+    "R-WS-7": "path containment",
+    "R-TR-1": "entry names: the transcript is abstracted (§19)",
+    "R-TR-2": "entry numbers: one writer (I-1) makes max + 1 a local matter",
+    "R-TR-4": "entry JSON bytes",
+    "R-TR-5": "wire history assembly for the model adapter",
+    "R-DEP-3": "number parsing",
+    "R-DEP-4": "deposit bytes",
+    "R-DEP-5": "result bytes",
+    "R-DEP-7": "durability: the model has no power loss",
+    "R-DEP-9": "name and frontmatter parsing; a deposit's kind is a field",
+    "R-LAUNCH-2": "process spawning details",
+    "R-DRAIN-6": "worktrees are never removed in the model",
+    "R-DRAIN-7": "undecodable bytes: content is abstract",
+    "R-STEP-6": "model adapters: the model call is a nondeterministic choice",
+    "R-SCAN-3": "report format",
+    "R-SCAN-7": "error texts",
+    "R-SCAN-8": "documented residuals, not behaviour",
+    "R-SCAN-9": "re-sending a reply lost to a crash between commit and deposit: not yet modelled",
+    "R-STOP-2": "holder discovery via /proc: the model flags the holder directly",
+    "R-STOP-4": "signal delivery: the model sets the holder's flag",
+    "R-STOP-5": "SIGKILL deadline: a kill is a crash",
+    "R-STATUS-1": "read-only report",
+    "R-STATUS-2": "read-only report",
+    "R-STATUS-3": "read-only report",
+    "R-LOG-1": "read-only report",
+    "R-LOG-2": "`--wait` polling: a client of quiescence, not a protocol step",
+    "R-CLI-1": "CLI format",
+    "R-CLI-2": "CLI format",
+    "R-CLI-3": "CLI format",
+    "R-CLI-4": "CLI format",
+    "R-CLI-5": "CLI performance",
+    "R-CLI-6": "CLI argument handling",
+}

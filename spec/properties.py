@@ -71,9 +71,9 @@ def state_violations(st: State, scope: Scope) -> list[str]:
             if not p.lease:
                 bad.append("I-4")
         # I-18: once a holder is past stray recovery, only its own entry is uncommitted
-        if p.role == "D" and p.lease and p.pc not in ("stray", ""):
-            if len(agents[p.agent].uncommitted) > (1 if p.pc == "commit" else 0):
-                bad.append("I-18")
+        if (p.role == "D" and p.lease and p.pc not in ("stray", "")
+                and len(agents[p.agent].uncommitted) > (1 if p.pc == "commit" else 0)):
+            bad.append("I-18")
     if max(holders) > 1:
         bad.append("I-1")
     if max(writing) > 1:
@@ -165,8 +165,10 @@ def step_violations(pre: State, step: Step, post: State, scope: Scope) -> list[s
                 continue
             if ag.returned:
                 bad.append("I-14")
-            if any(x.lease and x.agent == c for x in pre.procs):
-                bad.append("I-16")
+            if any(x.lease and x.agent == c for x in pre.procs) or ag.inbox or not (
+                ag.due or ag.window != CLOSED
+            ):
+                bad.append("I-16")  # not stopped mid-work, or still being driven
             if not post.agents[c].returned:
                 bad.append("I-15")
     return bad

@@ -70,13 +70,22 @@ DEFAULT: tuple[NamedScope, ...] = (
     NamedScope("races", Scope(_TREE, (True, False), messages=2, advances=1, stops=0,
                               scans=0, crashes=1, tools=0, sends=0, exhaust=0, max_procs=3),
                "root P: two operator messages, one hand-run advance, one crash, 3 processes"),
-    NamedScope("exchange", Scope(_TREE, (True, False), messages=1, advances=0, stops=0,
-                                 scans=0, crashes=0, tools=0, sends=2, exhaust=0, max_procs=2),
-               "P and its child C: one operator message, two model sends (dispatch, message)"),
     NamedScope("faults", Scope(_TREE, (True, True), messages=1, advances=0, stops=1,
                                scans=1, crashes=1, tools=1, sends=0, exhaust=1, max_procs=2),
                "P and C exist: one message, a tool step, a stop, a scan, a crash, a budget"),
+    NamedScope("exchange", Scope(_TREE, (True, False), messages=1, advances=0, stops=0,
+                                 scans=0, crashes=0, tools=0, sends=2, exhaust=0, max_procs=2),
+               "P and its child C: one operator message, two model sends (dispatch, message)"),
     NamedScope("dispatch", Scope(_TREE, (True, False), messages=1, advances=0, stops=1,
-                                 scans=1, crashes=0, tools=0, sends=1, exhaust=1, max_procs=2),
-               "P dispatches C: a stop, a scan and a budget exhaustion race the child"),
+                                 scans=1, crashes=1, tools=0, sends=1, exhaust=1, max_procs=2),
+               "P dispatches C: a stop, a scan, a crash and a budget exhaustion race the child"),
 )
+
+# Worlds beyond the default, for `lernie-check --scope NAME`.
+EXTRA: tuple[NamedScope, ...] = (
+    NamedScope("siblings", Scope((NOBODY, 0, 0), (True, True, True), messages=1, advances=0,
+                                 stops=0, scans=0, crashes=0, tools=0, sends=2, exhaust=0,
+                                 max_procs=2),
+               "P with two children C and S, all existing: one message, two model sends"),
+)
+SCOPES = {ns.name: ns for ns in DEFAULT + EXTRA}

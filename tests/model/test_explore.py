@@ -1,0 +1,103 @@
+"""The model checked by exhaustive exploration (SPEC.md §16, §19).
+
+The reference holds every invariant in the default scope, and every historic
+profile or variant shows the violation it is expected to, with a shortest
+trace. Two trace lengths are checked against minimums counted by hand.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from spec.check import Outcome, run
+from spec.explore import explore
+from spec.model import Profile, Scope
+from spec.properties import quiescent
+from spec.variants import BY_NAME, DEFAULT, VARIANTS, NamedScope, Variant
+
+_CACHE: dict[str, Outcome] = {}
+
+
+def outcome(name: str) -> Outcome:
+    if name not in _CACHE:
+        _CACHE[name] = run(BY_NAME[name], quiet=True)
+    return _CACHE[name]
+
+
+@pytest.mark.parametrize("scope", DEFAULT, ids=lambda s: s.name)
+def test_i_1_to_i_18_reference_holds_in_each_default_scope(scope: NamedScope) -> None:
+    r = explore(Profile(), scope.scope)
+    assert r.complete
+    assert r.violations == {}
+    assert r.states > 1000  # the scope is not trivially small
+
+
+@pytest.mark.parametrize("variant", [v for v in VARIANTS if v.expected], ids=lambda v: v.name)
+def test_each_variant_shows_its_expected_violation(variant: Variant) -> None:
+    o = outcome(variant.name)
+    assert o.variant.expected <= o.found.keys(), o.verdict
+    for inv in o.variant.expected:
+        vio = o.found[inv][0]
+        assert vio.trace, inv
+        assert all(step.rule for step, _ in vio.trace)
+
+
+def test_i_7_lost_wakeup_shortest_trace_is_six_steps() -> None:
+    # Hand count for bl-9c8f (no release rule). I-7 needs a crash-free quiescent
+    # state with a plain deposit pending. The deposit costs 2 steps (the writer's
+    # list, then its publish). The writer must not launch, so its probe (1 step)
+    # reads BUSY: some driver holds the lock at that moment, and the cheapest
+    # holder is the operator's `advance` taking the lease (1 step; a launched
+    # driver would need an earlier writer's 4 steps). That driver must not deliver
+    # the deposit, so its one listing (1 step) precedes the publish, and it must
+    # give the lock back (1 step) for the state to be quiescent. 2+1+1+1+1 = 6.
+    vio = outcome("bl-9c8f-no-release-rule").found["I-7"][0]
+    assert len(vio.trace) == 6
+    assert [s.rule for s, _ in vio.trace][-1] == "R-LOCK-2"
+    assert quiescent(vio.trace[-1][1])
+
+
+def test_i_5_overwriting_deposit_shortest_trace_is_four_steps() -> None:
+    # Two operator writers list the same inbox (2 steps, both take user-001),
+    # both publish (2 steps); the second rename replaces the first file.
+    vio = outcome("litany-0.0.12").found["I-5"][0]
+    assert [s.rule for s, _ in vio.trace] == ["R-PROBE-4", "R-PROBE-4", "R-DEP-6", "R-DEP-6"]
+
+
+def test_i_13_ping_pong_is_a_lasso_of_42_plus_24_steps() -> None:
+    # bl-82d8: the shortest lasso, counted by phase (each step forced):
+    #  8  P gets a model call: the operator's message (list, publish, probe,
+    #     release+launch), P's driver starts, lists, moves and commits it.
+    #  6  P's call dispatches C: tool_use, list C's inbox (forking C), publish,
+    #     probe (C is free), release+launch, commit the tool result (baton kept).
+    #  9  C's driver starts, lists, moves, commits P's goal; its call messages P
+    #     (tool_use, list, publish, probe: busy as P's successor hop holds P's
+    #     lock, commit tool result).
+    #  6  P's successor hop lists C's plain message, moves, commits it; its call
+    #     answers (terminal); P owes C a reply: list C's inbox, publish.
+    #  8  C's successor hop lists (empty), answers P (its last prompter, owed with
+    #     no debt rule), lists, publishes, releases, re-reads, self-launches,
+    #     probes P: busy.
+    #  5  C's new driver starts, lists, moves, commits P's reply and answers P
+    #     again (the foreign reply asks nothing, but without the debt it replies).
+    # = 42 steps; from here the two agents answer each other forever: per round
+    # each agent's hop (start, list, move, commit, answer, list, publish) and
+    # tail (release, re-read, launches), 24 steps, with no external input.
+    o = outcome("bl-82d8-no-reply-debt")
+    vio = o.found["I-13"][0]
+    assert (len(vio.trace) - vio.loop, vio.loop) == (42, 24)
+    loop = vio.trace[-vio.loop :]
+    assert not any(step.external for step, _ in loop)
+    assert loop[-1][1] == vio.trace[-vio.loop - 1][1]  # the cycle closes
+    assert not any(quiescent(st) for _, st in loop)
+
+
+def test_i_13_reply_debt_makes_the_same_exchange_terminate() -> None:
+    r = explore(Profile(), next(ns.scope for ns in DEFAULT if ns.name == "exchange"))
+    assert r.complete and "I-13" not in r.violations
+
+
+def test_every_default_scope_is_small() -> None:
+    assert all(isinstance(ns.scope, Scope) for ns in DEFAULT)
+    total = sum(explore(Profile(), ns.scope, liveness=False).states for ns in DEFAULT)
+    assert total < 200_000

@@ -134,10 +134,11 @@ def render_result(
     """R-DEP-5: the result head, then the response only when there is one.
 
     Contract (R-DEP-5; parse(render(x)) == x through R-DEP-9, R-DEP-10 and R-REL-2). Legal input:
-    a known epitaph, one-line child and stamp, an alphanumeric ref (a sha), no surrogates:
+    a known epitaph, one-line child and stamp, a lowercase hex ref (a sha), no surrogates:
 
     pre: epitaph in ("final-response", "stopped", "budget-exhausted", "died")
-    pre: chr(10) not in child + iso and terminal_ref.isalnum()
+    pre: chr(10) not in child + iso
+    pre: terminal_ref != "" and all("0" <= c <= "9" or "a" <= c <= "f" for c in terminal_ref)
     pre: response is None or not any(55296 <= ord(c) <= 57343 for c in response)
     post: terminal_ref_of(__return__.decode()) == terminal_ref
     post: split_frontmatter(__return__.decode())[0] == epitaph

@@ -248,24 +248,18 @@ class Workspace:
         )
         return worktree
 
+    def _commit_pinned(self, worktree: Path, subject: str) -> None:
+        """Commit the pinned files (``goal.md``, ``name``) as the agent's dispatch commit."""
+        self.git.run(worktree, ["add", "--", GOAL_FILE, NAME_FILE])
+        self.git.run(worktree, ["commit", "-q", "--allow-empty", "--no-verify", "-m", subject])
+
     def create_root_agent(self, agent_id: str, name: str, goal: str) -> None:
         """R-WS-4: branch ``agents/<id>`` from ``config/default``, its worktree, and the
         ``step 001: dispatch`` commit."""
         require_agent_id(agent_id)
         worktree = self._add_worktree(agent_id, f"refs/heads/{CONFIG_BRANCH}")
         self._write_pinned(worktree, name, goal)
-        self.git.run(worktree, ["add", "--", GOAL_FILE, NAME_FILE])
-        self.git.run(
-            worktree,
-            [
-                "commit",
-                "-q",
-                "--allow-empty",
-                "--no-verify",
-                "-m",
-                f"step 001: dispatch [{agent_id}]",
-            ],
-        )
+        self._commit_pinned(worktree, f"step 001: dispatch [{agent_id}]")
 
     def create_child_agent(self, parent: str, child: str, name: str, goal: str) -> None:
         """R-WS-4: fork ``agents/<child>`` from the parent's tip; the dispatch commit drops the
@@ -275,18 +269,7 @@ class Workspace:
         worktree = self._add_worktree(child, AGENT_REF_PREFIX + parent)
         self.git.run(worktree, ["rm", "-r", "-q", "--ignore-unmatch", "--", "messages"])
         self._write_pinned(worktree, name, goal)
-        self.git.run(worktree, ["add", "--", GOAL_FILE, NAME_FILE])
-        self.git.run(
-            worktree,
-            [
-                "commit",
-                "-q",
-                "--allow-empty",
-                "--no-verify",
-                "-m",
-                f"dispatch: {CHILD_ROLE} [{child}]",
-            ],
-        )
+        self._commit_pinned(worktree, f"dispatch: {CHILD_ROLE} [{child}]")
 
 
 def _is_utf8(text: str) -> bool:

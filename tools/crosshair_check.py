@@ -176,9 +176,12 @@ def run_one(target: Target, per_condition: float, per_path: float) -> Result:
     elif proc.returncode == 2 or (proc.returncode not in (0, 1)):
         result.fatal = (proc.stderr or proc.stdout).strip()[-2000:]
     if missing and not result.fatal:
-        # "Unable to meet precondition" stands for the conditions it silences.
-        key = "unreached" if "unreached" in result.outcomes else "unchecked"
-        result.outcomes[key] = result.outcomes.get(key, 0) + len(missing)
+        if "unreached" in result.outcomes:
+            # "Unable to meet precondition" stands for every condition it silences.
+            others = sum(v for k, v in result.outcomes.items() if k != "unreached")
+            result.outcomes["unreached"] = len(target.post) - others
+        else:
+            result.outcomes["unchecked"] = len(missing)
     return result
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 
 def _install() -> None:
+    from crosshair.core import realize
     from crosshair.libimpl import builtinslib
     from crosshair.tracers import NoTracing
     from crosshair.util import CrossHairInternal
@@ -23,7 +24,6 @@ def _install() -> None:
     if cls is None or getattr(cls, "_lernie_patched", False):
         return
     original = cls.__getitem__
-    realize = builtinslib.realize
 
     def getitem(self: object, argument: object) -> object:
         try:
@@ -31,7 +31,7 @@ def _install() -> None:
         except CrossHairInternal as exc:
             if "exceeded actual length" not in str(exc) or not isinstance(argument, slice):
                 raise
-            with NoTracing():
+            with NoTracing():  # type: ignore[no-untyped-call]
                 length = realize(self._len)  # type: ignore[attr-defined]
                 window = slice(
                     realize(argument.start), realize(argument.stop), realize(argument.step)

@@ -161,8 +161,8 @@ def next_number(sender: str, other: str, taken: list[int]) -> None:
 
 
 def entry_name_small(name: str) -> None:
-    """R-TR-1 for every name of at most eight characters (``1-a.json`` fits)."""
-    assert len(name) <= 8
+    """R-TR-1 for every name of at most six characters (``1-a.md`` fits)."""
+    assert len(name) <= 6
     expected = None
     for suffix, delivered in ((".md", True), (".json", False)):
         if name.endswith(suffix):

@@ -102,7 +102,8 @@ PLANTS = (
           "if terminal_ref_of(read_text(entry)) is None:", "if read_text(entry):",
           "contracts.bounded.prompter_slots"),
     Plant("tool-side-is-nothing-due", "R-STEP-3", "lernie_ref/warrant.py",
-          'history[-1][0] in ("user", "tool")', 'history[-1][0] == "user"',
+          'if history and history[-1][0] in ("user", "tool"):',
+          'if history and history[-1][0] == "user":',
           "contracts.bounded.warrant_slots"),
 )  # fmt: skip
 

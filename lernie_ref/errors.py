@@ -70,6 +70,18 @@ class NotAnAgentId(LernieError):
         self.agent_id = agent_id
 
 
+class NotASender(LernieError):
+    """R-ID-7: a sender whose deposit no reader could take (D-18)."""
+
+    def __init__(self, sender: str) -> None:
+        super().__init__(
+            f"sender {debug_quote(sender)} cannot sign a deposit — a sender that starts with "
+            "`.` is never read as pending mail, and one with a line break would forge "
+            "frontmatter lines; set LERNIE_CONV_BRANCH to an agent id"
+        )
+        self.sender = sender
+
+
 class LayoutError(LernieError):
     """R-WS-2: the path is not a workspace (or uses the retired layout)."""
 

@@ -33,6 +33,7 @@ from lernie_ref.errors import (
     DepositError,
     LaunchError,
     LernieError,
+    NotASender,
     ProbeError,
     UsageError,
     io_text,
@@ -159,6 +160,8 @@ def _publish_actor(ws: Path, recipient: str, sender: str, body: bytes) -> Actor[
     """R-DEP-1/2/6/7: create-only, durable publication of ``body`` from ``sender``."""
     require_agent_id(recipient)
     require_agent_id(sender)  # the sender is a path component too (R-WS-7)
+    if sender.startswith(".") or "\n" in sender or "\r" in sender:
+        raise NotASender(sender)  # R-ID-7, D-18: its mail would be invisible or forged
     directory = inbox_dir(ws, recipient)
     try:
         os.makedirs(directory, exist_ok=True)

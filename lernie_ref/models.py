@@ -301,6 +301,12 @@ def parse_reply(raw: bytes, used_ids: Sequence[str]) -> ModelReply:
         parsed: object = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ModelError(f"model command wrote invalid JSON on stdout: {exc}") from None
+    try:  # JSON may escape a lone surrogate, which no transcript or deposit can hold
+        json.dumps(parsed, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ModelError(
+            "model command reply holds text that is not valid Unicode (a lone surrogate)"
+        ) from None
     usage: dict[str, int] | None = None
     if isinstance(parsed, dict):
         items = parsed.get("content")

@@ -189,6 +189,18 @@ def test_command_reply_json_both_shapes_and_validation() -> None:
         parse_reply(b'[{"type":"tool_use","id":"t1","name":"m","input":{}}]', ["t1"])
 
 
+def test_r_step_5_command_reply_with_a_lone_surrogate_is_a_model_error() -> None:
+    # JSON can spell text no transcript entry or deposit can hold: one clear error, no crash.
+    with pytest.raises(ModelError, match="lone surrogate"):
+        parse_reply(b'[{"type":"text","text":"bad \\ud800 text"}]', [])
+    with pytest.raises(ModelError, match="lone surrogate"):
+        parse_reply(
+            b'[{"type":"tool_use","id":"c1","name":"message",'
+            b'"input":{"agent":"a","content":"\\udfff"}}]',
+            [],
+        )
+
+
 def test_r_step_6_model_selection() -> None:
     assert select_model("scripted").model_id == "scripted"
     assert select_model("command", "echo").model_id == "command"

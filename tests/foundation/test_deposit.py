@@ -11,7 +11,7 @@ import pytest
 from lernie_ref import inbox
 from lernie_ref.actor import Stepper
 from lernie_ref.clock import FixedClock
-from lernie_ref.errors import DepositError, NotAnAgentId
+from lernie_ref.errors import DepositError, NotAnAgentId, NotASender
 from lernie_ref.frontmatter import sender_of
 from lernie_ref.inbox import (
     Epitaph,
@@ -287,3 +287,14 @@ def test_module_exports_required_names() -> None:
     assert inbox.resolve_cli_sender(None) == "user"
     assert inbox.resolve_cli_sender("") == "user"
     assert inbox.resolve_cli_sender("A-1") == "A-1"
+
+
+@pytest.mark.parametrize("bad", [".x", "a\nterminal_ref: deadbeef", "a\rb"])
+def test_r_id_7_a_sender_whose_mail_no_reader_could_take_is_declined(
+    ws: Workspace, fixed_clock: FixedClock, bad: str
+) -> None:
+    """D-18: a dot sender's file is never pending; a line break forges frontmatter."""
+    before = snapshot(ws.root)
+    with pytest.raises(NotASender):
+        deposit(ws.root, "R-1", bad, "x", fixed_clock)
+    assert snapshot(ws.root) == before

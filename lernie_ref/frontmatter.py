@@ -62,7 +62,8 @@ def rust_trim(s: str) -> str:
 
 
 def rust_lines(s: str) -> list[str]:
-    """Rust ``str::lines``: split on ``\\n``; a final ``\\n`` adds no line; one ``\\r`` stripped.
+    """Rust ``str::lines``: split on ``\\n``; a final ``\\n`` adds no line; a line ended by
+    ``\\r\\n`` loses that one ``\\r``; an unterminated last line keeps a trailing ``\\r``.
 
     Contract (R-DEP-9; chr(10) is ``\\n``, chr(13) ``\\r``; ``str.splitlines()`` agrees only on
     text without its extra separators):
@@ -70,15 +71,17 @@ def rust_lines(s: str) -> list[str]:
     post: all(chr(10) not in line for line in __return__)
     post: len(__return__) == s.count(chr(10)) + (s[-1:] not in ("", chr(10)))
     post: all(p in (line, line + chr(13)) for line, p in zip(__return__, s.split(chr(10))))
-    post: all(p == line + chr(13) for line, p in zip(__return__, s.split(chr(10))) if p[-1:] == chr(13))
+    post: all(p == line + chr(13) for line, p in zip(__return__, s.split(chr(10))[:-1]) if p[-1:] == chr(13))
+    post: s[-1:] in ('', chr(10)) or __return__[-1] == s.split(chr(10))[-1]
     post: any(chr(c) in s for c in (11, 12, 13, 28, 29, 30, 133, 8232, 8233)) or __return__ == s.splitlines()
     """  # noqa: E501
     if not s:
         return []
-    parts = s.split("\n")
-    if parts[-1] == "":
-        parts.pop()
-    return [p[:-1] if p.endswith("\r") else p for p in parts]
+    *ended, last = s.split("\n")
+    lines = [p[:-1] if p.endswith("\r") else p for p in ended]
+    if last:  # an unterminated last line keeps a trailing \r (Rust 1.77 and later)
+        lines.append(last)
+    return lines
 
 
 def seq_text(seq: int) -> str:

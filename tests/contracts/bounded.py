@@ -122,10 +122,8 @@ def trim_edges(left: int, right: int) -> None:
 def lines_small(s: str) -> None:
     """R-DEP-9: Rust ``lines()`` for every text of at most four characters."""
     assert len(s) <= 4
-    pieces = s.split("\n")
-    if pieces[-1] == "":
-        pieces.pop()
-    expected = [p[:-1] if p[-1:] == "\r" else p for p in pieces]
+    *ended, last = s.split("\n")
+    expected = [p[:-1] if p[-1:] == "\r" else p for p in ended] + ([last] if last else [])
     assert frontmatter.rust_lines(s) == expected
 
 

@@ -53,7 +53,7 @@ PLANTS = (
           'digits = s[1:] if s.startswith(("+", "-")) else s',
           "lernie_ref.frontmatter.parse_u32"),
     Plant("lines-are-splitlines", "R-DEP-9", "lernie_ref/frontmatter.py",
-          'parts = s.split("\\n")', "parts = s.splitlines() + ['']",
+          '*ended, last = s.split("\\n")', "*ended, last = s.splitlines() + ['']",
           "contracts.bounded.lines_small"),
     Plant("trim-is-python-strip", "R-DEP-9", "lernie_ref/frontmatter.py",
           "while start < end and s[start] in _RUST_WS:",

@@ -114,10 +114,9 @@ def test_r_dep_3_u32_examples_from_upstream() -> None:
 
 def prop_rust_lines(s: str) -> None:
     lines = frontmatter.rust_lines(s)
-    pieces = s.split("\n")
-    if pieces[-1] == "":
-        pieces.pop()
-    assert lines == [p[:-1] if p.endswith("\r") else p for p in pieces]
+    *ended, last = s.split("\n")
+    expected = [p[:-1] if p.endswith("\r") else p for p in ended] + ([last] if last else [])
+    assert lines == expected
     if not any(c in s for c in "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"):
         assert lines == s.splitlines()
 

@@ -89,6 +89,9 @@ def test_r_dep_3_u32_parsing_is_rusts(text: str, value: int | None) -> None:
         ("a\n\n", ["a", ""]),
         ("a\r\nb\r\n", ["a", "b"]),
         ("a\r\r\n", ["a\r"]),
+        ("a\r", ["a\r"]),
+        ("a\r\nb\r", ["a", "b\r"]),
+        ("\r", ["\r"]),
         ("a\x0bb\x0cc\u2028d", ["a\x0bb\x0cc\u2028d"]),
     ],
 )

@@ -363,7 +363,12 @@ class CommandModel:
     """An executable speaking JSON: the request on stdin, the content blocks on stdout."""
 
     def __init__(self, command: str, model_id: str = "command") -> None:
-        self._argv = shlex.split(command)
+        try:
+            self._argv = shlex.split(command)
+        except ValueError as exc:  # e.g. an unclosed quote: one clear line, never a traceback
+            raise ModelError(
+                f"model command {command!r} cannot be split into words: {exc}"
+            ) from None
         self._model_id = model_id
 
     @property

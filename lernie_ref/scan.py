@@ -71,6 +71,7 @@ from lernie_ref.warrant import Warrant, history_of, warrant_of
 from lernie_ref.workspace import MARK_REF_PREFIX, Workspace
 
 RETURNED = "returned"
+STOPPED = "stopped"
 BUDGET_EXHAUSTED = "budget-exhausted"
 
 
@@ -193,7 +194,10 @@ def read_condition(ws: Workspace, agent: str) -> tuple[Condition, str]:
             due = transcript_due(ws, agent)
         except LernieError as exc:
             raise ScanError(f"read transcript of {agent}: {exc}") from None
-        budget_at_tip = mark_value(ws, BUDGET_EXHAUSTED, agent) == tip
+        budget_at_tip = tip in (
+            mark_value(ws, BUDGET_EXHAUSTED, agent),
+            mark_value(ws, STOPPED, agent),  # a stop is at rest too (R-SCAN-4, D-19)
+        )
     condition = condition_of(
         driven=False, pending_count=mail, due=due, budget_at_tip=budget_at_tip
     )

@@ -25,6 +25,7 @@ from lernie_ref.reply_debt import Entry, is_terminal_response, read_entries
 from lernie_ref.scan import (
     BUDGET_EXHAUSTED,
     RETURNED,
+    STOPPED,
     Condition,
     condition_of,
     mark_value,
@@ -87,11 +88,13 @@ def last_epitaph(
     budget: str | None,
     lookup: _Results,
     agent: str,
+    stopped: str | None = None,
 ) -> str | None:
     """R-STATUS-3: the agent's latest terminal event as the disk records it.
 
     The newest entry a terminal response → ``final-response`` (whoever it went to);
-    else the budget mark at the tip → ``budget-exhausted``; else the epitaph of the
+    else the budget mark at the tip → ``budget-exhausted``; else the stop mark at the tip
+    → ``stopped`` (R-TERM-6; a root's stop leaves no result); else the epitaph of the
     result its returned mark points at (``stopped``, ``died``, … — the latest one
     reported); else none.
     """
@@ -103,6 +106,8 @@ def last_epitaph(
             pass
     if budget is not None and budget == tip:
         return BUDGET_EXHAUSTED
+    if stopped is not None and stopped == tip:
+        return "stopped"
     if returned is not None:
         return lookup.epitaph_at(agent, returned) or "?"
     return None
@@ -129,17 +134,22 @@ def status(ws: Workspace) -> list[AgentStatus]:
             tip = ""
         returned = mark_value(ws, RETURNED, agent)
         budget = mark_value(ws, BUDGET_EXHAUSTED, agent)
+        stop_mark = mark_value(ws, STOPPED, agent)
         try:
             due = transcript_due(ws, agent)
             condition = condition_of(
-                driven=bool(live), pending_count=mail, due=due, budget_at_tip=budget == tip
+                driven=bool(live),
+                pending_count=mail,
+                due=due,
+                budget_at_tip=tip in (budget, stop_mark),
             )
         except LernieError:
             condition = Condition.AT_REST
         own = entries.get(agent)
-        epitaph = last_epitaph(own, tip, returned, budget, lookup, agent)
-        # A stop leaves the same disk state as a death, but its obituary sits at the tip.
-        stopped_at_tip = returned == tip and epitaph == "stopped"
+        epitaph = last_epitaph(own, tip, returned, budget, lookup, agent, stop_mark)
+        # A stop leaves the same disk state as a death, but its mark (and, for a child, its
+        # obituary) sits at the tip.
+        stopped_at_tip = stop_mark == tip or (returned == tip and epitaph == "stopped")
         rows.append(
             AgentStatus(
                 id=agent,

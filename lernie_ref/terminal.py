@@ -34,6 +34,9 @@ from lernie_ref.lock import ExecutorLock
 from lernie_ref.release import notice, release_actor
 from lernie_ref.workspace import Workspace
 
+STOPPED_MARK = "stopped"
+"""``refs/lernie/stopped/<id>``: the tip at which the agent last stopped (R-WS-5)."""
+
 
 class ResultDepositError(LernieError):
     """A result deposit failed under the lease; upstream labels every executor deposit error
@@ -67,6 +70,14 @@ def conclude_actor(
     Returns the recipient (``None``: nothing deposited). Raises only before the
     release (the caller then releases by ``LOCK_UN`` and runs no release rule).
     """
+    if epitaph is Epitaph.STOPPED:
+        # R-TERM-6, D-19: the stop is recorded at the tip (a root has no parent to tell),
+        # so the sweep and status read a stopped branch as at rest, not as a death.
+        try:
+            ws.set_mark(STOPPED_MARK, agent_id, terminal_ref(ws, agent_id))
+        except LernieError as exc:
+            raise GitOpError("stopped update-ref", exc) from None
+        yield Point("terminal.stopped-marked", agent_id)
     to = reply.recipient(ws.worktree(agent_id), agent_id, epitaph)
     yield Point("terminal.recipient", agent_id, to or "")
     if to is not None:

@@ -182,9 +182,16 @@ def wait_quiescent(
         if calm >= 2:
             return
         if monotonic() >= deadline:
+            logs = [
+                str(ws.driver_log(a))
+                for a in tree_of(ws, root)
+                if ws.driver_log(a).is_file() and ws.driver_log(a).stat().st_size
+            ]
+            hint = f" (driver logs: {', '.join(logs)})" if logs else ""
             raise WaitTimeout(
                 f"timed out after {timeout_s:g}s waiting for the agents of {root} to settle: "
                 + state.describe()
+                + hint
             )
         sleep(POLL_S)
 

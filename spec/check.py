@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from typing import NamedTuple
 
 from spec.explore import Violation, explore
+from spec.properties import INVARIANTS
 from spec.trace import as_json, mermaid, swimlane
 from spec.variants import BY_NAME, DEFAULT, SCOPES, VARIANTS, NamedScope, Variant
 
@@ -126,6 +128,10 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"lernie-check: unknown variant {unknown[0]!r} (see --list)", file=sys.stderr)
         return 2
+    if ns.invariant is not None and ns.invariant not in INVARIANTS:
+        print(f"lernie-check: unknown invariant {ns.invariant!r} (one of I-1 … I-18)",
+              file=sys.stderr)
+        return 2
     if ns.bench:
         return _bench(names)
     scopes = tuple(SCOPES[s] for s in ns.scope) if ns.scope else DEFAULT
@@ -202,7 +208,13 @@ def _bench(names: list[str]) -> int:
 
 
 def entry() -> None:
-    sys.exit(main(sys.argv[1:]))
+    try:
+        code = main(sys.argv[1:])
+        sys.stdout.flush()
+    except BrokenPipeError:  # a reader such as `head` went away: stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 1
+    sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -294,3 +294,30 @@ def test_r_drain_7_unreadable_deposit_fails_the_hop_and_stays_in_the_inbox(ws: W
     assert inbox_names(ws, root) == ["user-001.md"]
     assert names(ws, root) == ["001-user.md", "002-scripted.json"]
     assert lock_is_free(ws, root) and inline.launcher.launches == []
+
+
+def test_r_term_6_a_stopped_root_is_recorded_at_rest_not_dead(ws: Workspace) -> None:
+    """R-TERM-6, D-19: a root has no parent to tell; its stop mark keeps scan and status
+    from reading the deliberate stop as a silent death, on every later scan."""
+    from lernie_ref.inbox import RecordingLauncher
+    from lernie_ref.scan import scan
+    from lernie_ref.status import status
+
+    inline = Inline(ws)
+    root = cli_prompt(ws, "slow question", "", inline.launcher)
+    inline.stop = True
+    result = inline.hop(root)
+    assert result.epitaph is Epitaph.STOPPED
+    assert names(ws, root) == ["001-user.md"]  # the prompt waits, unanswered
+    assert ws.has_mark("stopped", root)
+    for _ in range(2):
+        report = scan(ws, RecordingLauncher())
+        assert report.silent_deaths == [] and report.swept == []
+    (row,) = status(ws)
+    assert (row.last_epitaph, row.died_mid_work) == ("stopped", False)
+    # not a locked door: a later message revives the root and the mark no longer applies
+    inline.stop = False
+    cli_message(ws, root, "go on", "user", inline.launcher)
+    assert inline.settle()
+    (row,) = status(ws)
+    assert row.last_epitaph == "final-response"

@@ -229,3 +229,8 @@ def test_r_log_1_entries_render_readably() -> None:
     assert render_entry(5, "scripted", False, render_model_entry([], None))[1].startswith(
         "    (no text"
     )
+
+
+def test_r_step_6_a_model_command_that_cannot_be_split_is_a_model_error() -> None:
+    with pytest.raises(ModelError, match="cannot be split into words"):
+        select_model("command", '"unclosed')

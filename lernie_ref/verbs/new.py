@@ -12,5 +12,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(ns: argparse.Namespace) -> str | None:
     from lernie_ref.workspace import create_workspace
 
+    if not ns.workspace:
+        from lernie_ref.errors import UsageError
+
+        raise UsageError("the workspace path is empty")
     create_workspace(ns.workspace)
     return None

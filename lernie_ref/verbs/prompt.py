@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 
 from lernie_ref import inbox
+from lernie_ref.errors import UsageError
 from lernie_ref.workspace import Workspace
 
 
@@ -27,11 +28,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--timeout",
-        type=float,
-        default=300.0,
+        type=_seconds,
+        default=None,
         metavar="S",
         help="with --wait: give up after S seconds (default 300), exit 1 naming what still runs",
     )
+
+
+def _seconds(text: str) -> float:
+    """A positive, finite number of seconds (argparse reports anything else, exit 2)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds: {text!r}")
+    return value
 
 
 def start(ns: argparse.Namespace) -> tuple[Workspace, str]:
@@ -42,6 +54,8 @@ def start(ns: argparse.Namespace) -> tuple[Workspace, str]:
 
 
 def run(ns: argparse.Namespace) -> str | None:
+    if ns.timeout is not None and not ns.wait:
+        raise UsageError("--timeout applies only with --wait")  # before anything is written
     ws, root = start(ns)
     if not ns.wait:
         return root
@@ -52,5 +66,5 @@ def run(ns: argparse.Namespace) -> str | None:
     # The id goes out first, so a timeout still tells the operator which agent it was.
     sys.stdout.write(root + "\n")
     sys.stdout.flush()
-    wait_quiescent(ws, root, ns.timeout)
+    wait_quiescent(ws, root, 300.0 if ns.timeout is None else ns.timeout)
     return final_response(ws, root)

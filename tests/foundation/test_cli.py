@@ -144,6 +144,31 @@ def test_r_cli_2_usage_errors_exit_2(tmp_path: Path) -> None:
         assert proc.returncode == 2 and proc.stdout == "" and "usage: lernie" in proc.stderr
 
 
+def test_r_cli_2_bad_wait_options_and_an_empty_workspace_path_exit_2_writing_nothing(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    before = snapshot(ws.root)
+    for extra in (
+        ["--timeout", "5"],
+        ["--wait", "--timeout", "-1"],
+        ["--wait", "--timeout", "nan"],
+    ):
+        proc = run_cli(["prompt", str(ws.root), "hello", *extra])
+        assert proc.returncode == 2 and proc.stdout == ""
+        assert proc.stderr.splitlines()[-1].startswith("lernie prompt")
+    assert snapshot(ws.root) == before
+    proc = subprocess.run(
+        [sys.executable, "-m", "lernie_ref", "new", ""],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == "lernie new: the workspace path is empty\n"
+    assert not (tmp_path / "repo.git").exists()
+
+
 # ------------------------------------------------------------------------ prompt
 
 

@@ -26,8 +26,9 @@ from typing import Literal
 from lernie_ref.actor import Actor, Point
 from lernie_ref.entry import Block, entry_blocks, render_model_entry, render_tool_entry
 from lernie_ref.errors import GitOpError, LernieError, TranscriptError, debug_quote, io_text
-from lernie_ref.frontmatter import parse_entry_name, parse_u32, seq_text
+from lernie_ref.frontmatter import parse_u32, seq_text
 from lernie_ref.gitrun import GitRunner
+from lernie_ref.reply_debt import read_entries
 
 MESSAGES_DIR = "messages"
 TOOL_ORIGIN = "tool"
@@ -120,25 +121,17 @@ def commit_subject(seq: int, origin: str, agent_id: str) -> str:
 
 
 def load(worktree: Path) -> list[TranscriptEntry]:
-    """Every entry in ``messages/``, oldest first (by sequence, then name). Missing → ``[]``."""
-    directory = messages_dir(worktree)
-    try:
-        names = sorted(os.listdir(directory))
-    except FileNotFoundError:
-        return []
-    except OSError as exc:
-        raise TranscriptError(f"read {directory}: {io_text(exc)}") from None
+    """Every entry in ``messages/``, oldest first (by sequence, then name). Missing → ``[]``.
+
+    The listing is the one reading of ``messages/`` the reply rules use (R-DEBT-1).
+    """
     entries: list[TranscriptEntry] = []
-    for name in names:
-        parsed = parse_entry_name(name)
-        if parsed is None:
-            continue
-        seq, origin, delivered = parsed
+    for item in read_entries(worktree):
         try:
-            data = (directory / name).read_bytes()
+            data = item.path.read_bytes()
         except OSError as exc:
-            raise TranscriptError(f"read {directory / name}: {io_text(exc)}") from None
-        entries.append(TranscriptEntry(seq, origin, delivered, name, data))
+            raise TranscriptError(f"read {item.path}: {io_text(exc)}") from None
+        entries.append(TranscriptEntry(item.seq, item.origin, item.delivered, item.path.name, data))
     entries.sort(key=lambda e: (e.seq, e.name))
     return entries
 

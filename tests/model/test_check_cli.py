@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from spec import check, variants
-from spec.model import Profile
+from lernie_spec import check, variants
+from lernie_spec.model import Profile
 
 
 def test_default_run_prints_the_table_and_exits_0(capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,12 +8,11 @@ trace. Two trace lengths are checked against minimums counted by hand.
 from __future__ import annotations
 
 import pytest
-
-from spec.check import Outcome, run
-from spec.explore import explore
-from spec.model import Profile, Scope
-from spec.properties import quiescent
-from spec.variants import BY_NAME, DEFAULT, VARIANTS, NamedScope, Variant
+from lernie_spec.check import Outcome, run
+from lernie_spec.explore import explore
+from lernie_spec.model import Profile, Scope
+from lernie_spec.properties import quiescent
+from lernie_spec.variants import BY_NAME, DEFAULT, VARIANTS, NamedScope, Variant
 
 _CACHE: dict[str, Outcome] = {}
 

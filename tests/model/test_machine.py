@@ -1,14 +1,13 @@
-"""The Hypothesis machine over the model alone (stateful/model_machine.py)."""
+"""The Hypothesis machine over the model alone (stateful/lernie_stateful/model_machine.py)."""
 
 from __future__ import annotations
 
 import pytest
 from hypothesis import settings
-
-from spec.check import run
-from spec.model import initial
-from spec.variants import BY_NAME, DEFAULT
-from stateful.model_machine import WIDE, ModelMachine, ProtocolViolation, check
+from lernie_spec.check import run
+from lernie_spec.model import initial
+from lernie_spec.variants import BY_NAME, DEFAULT
+from lernie_stateful.model_machine import WIDE, ModelMachine, ProtocolViolation, check
 
 TestReferenceInAWideScope = ModelMachine.TestCase
 TestReferenceInAWideScope.settings = settings(

@@ -22,8 +22,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import NamedTuple
 
-from spec.model import Profile, Scope, State, Step, initial, successors
-from spec.properties import state_violations, step_violations
+from lernie_spec.model import Profile, Scope, State, Step, initial, successors
+from lernie_spec.properties import state_violations, step_violations
 
 Trace = list[tuple[Step, State]]
 

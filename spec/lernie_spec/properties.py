@@ -10,7 +10,7 @@ the transition functions it judges.
 
 from __future__ import annotations
 
-from spec.model import (
+from lernie_spec.model import (
     CLOSED,
     FINAL,
     NOBODY,

@@ -16,10 +16,10 @@ import sys
 import time
 from typing import NamedTuple
 
-from spec.explore import Violation, explore
-from spec.properties import INVARIANTS
-from spec.trace import as_json, mermaid, swimlane
-from spec.variants import BY_NAME, DEFAULT, SCOPES, VARIANTS, NamedScope, Variant
+from lernie_spec.explore import Violation, explore
+from lernie_spec.properties import INVARIANTS
+from lernie_spec.trace import as_json, mermaid, swimlane
+from lernie_spec.variants import BY_NAME, DEFAULT, SCOPES, VARIANTS, NamedScope, Variant
 
 
 class Outcome(NamedTuple):

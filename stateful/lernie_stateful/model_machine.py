@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
-
-from spec.model import NOBODY, Profile, Scope, State, Step, initial, successors
-from spec.properties import quiescent, state_violations, step_violations
+from lernie_spec.model import NOBODY, Profile, Scope, State, Step, initial, successors
+from lernie_spec.properties import quiescent, state_violations, step_violations
 
 WIDE = Scope(
     parents=(NOBODY, 0, 0),

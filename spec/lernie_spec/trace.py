@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 
-from spec.explore import Violation
-from spec.model import PLAIN, State, name
-from spec.properties import INVARIANTS
+from lernie_spec.explore import Violation
+from lernie_spec.model import PLAIN, State, name
+from lernie_spec.properties import INVARIANTS
 
 Row = dict[str, str]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from spec.model import NOBODY, Profile, Scope
+from lernie_spec.model import NOBODY, Profile, Scope
 
 
 class Variant(NamedTuple):

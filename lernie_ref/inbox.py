@@ -12,7 +12,7 @@ taken name moves the writer to the next number. The temp is then unlinked and
 the directory fsynced. A temp name starts with ``.`` and ends in ``.tmp``, so no
 reader ever accepts it (R-DEP-9).
 
-Actors yield :class:`~lernie_ref.actor.Point` s after each step another process
+Actors yield :class:`~lernie_ref.core.actor.Point` s after each step another process
 could observe; production runs them straight through.
 """
 
@@ -27,9 +27,9 @@ from enum import Enum, StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
-from lernie_ref.actor import Actor, Point, run
-from lernie_ref.clock import Clock, SystemClock, iso_stamp
-from lernie_ref.errors import (
+from lernie_ref.core.actor import Actor, Point, run
+from lernie_ref.core.clock import Clock, SystemClock, iso_stamp
+from lernie_ref.core.errors import (
     DepositError,
     LaunchError,
     LernieError,
@@ -38,7 +38,7 @@ from lernie_ref.errors import (
     UsageError,
     io_text,
 )
-from lernie_ref.frontmatter import (
+from lernie_ref.core.frontmatter import (
     deposit_name,
     next_sequence,
     render_plain,
@@ -46,12 +46,12 @@ from lernie_ref.frontmatter import (
     sender_of,
     seq_text,
 )
-from lernie_ref.gitrun import GitRunner, SubprocessGit
-from lernie_ref.ids import USER_SENDER, parent_of, require_agent_id
-from lernie_ref.lock import LOCK_FD_ENV, try_acquire
+from lernie_ref.core.ids import USER_SENDER, parent_of, require_agent_id
+from lernie_ref.substrate.gitrun import GitRunner, SubprocessGit
+from lernie_ref.substrate.lock import LOCK_FD_ENV, try_acquire
 
 if TYPE_CHECKING:
-    from lernie_ref.workspace import Workspace
+    from lernie_ref.substrate.workspace import Workspace
 
 __all__ = [
     "CONV_BRANCH_ENV",
@@ -379,7 +379,8 @@ def probe_actor(ws: Path, agent_id: str, launcher: Launcher) -> Actor[ProbeOutco
     """R-PROBE-1: try-acquire; free → release *then* launch (LAUNCHED); held → BUSY.
 
     Points: ``probe.busy``, or ``probe.acquired``, ``probe.released``, ``probe.launched``.
-    Errors: :class:`~lernie_ref.errors.LockError`, :class:`~lernie_ref.errors.LaunchError`.
+    Errors: :class:`~lernie_ref.core.errors.LockError`,
+    :class:`~lernie_ref.core.errors.LaunchError`.
     """
     lock = try_acquire(inbox_dir(ws, agent_id))
     if lock is None:
@@ -402,7 +403,7 @@ def probe_and_launch(ws: Path, agent_id: str, launcher: Launcher) -> ProbeOutcom
 
 def _probe_for_writer(ws: Path, agent_id: str, launcher: Launcher) -> ProbeOutcome:
     """A writer's probe: lock and launch failures read ``probe executor lock: {io}``."""
-    from lernie_ref.errors import LockError
+    from lernie_ref.core.errors import LockError
 
     try:
         return probe_and_launch(ws, agent_id, launcher)

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from lernie_ref.frontmatter import terminal_ref_of
-from lernie_ref.ids import USER_SENDER, parent_of
+from lernie_ref.core.frontmatter import terminal_ref_of
+from lernie_ref.core.ids import USER_SENDER, parent_of
 from lernie_ref.reply_debt import Entry, owes_a_reply, read_entries, read_text
 
 FINAL_RESPONSE = "final-response"

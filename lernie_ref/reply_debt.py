@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from lernie_ref.entry import entry_blocks, has_tool_use
-from lernie_ref.errors import EntryError, TranscriptError, io_text
-from lernie_ref.frontmatter import own_result_ref, parse_entry_name, terminal_ref_of
+from lernie_ref.core.entry import entry_blocks, has_tool_use
+from lernie_ref.core.errors import EntryError, TranscriptError, io_text
+from lernie_ref.core.frontmatter import own_result_ref, parse_entry_name, terminal_ref_of
 
 MESSAGES_DIR = "messages"
 TOOL_ORIGIN = "tool"

@@ -23,8 +23,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contracts import bounded
-from lernie_ref import frontmatter, ids, inbox, reply, reply_debt, transcript, warrant
-from lernie_ref.entry import Block
+from lernie_ref import inbox, reply, reply_debt
+from lernie_ref.core import frontmatter, ids, warrant
+from lernie_ref.core.entry import Block
+from lernie_ref.substrate import transcript
 
 F = TypeVar("F", bound=Callable[..., None])
 Test = Callable[..., None]

@@ -7,16 +7,16 @@ import time
 
 import pytest
 
-from lernie_ref.actor import Stepper, run
-from lernie_ref.config import Config
-from lernie_ref.drain import drain_actor
-from lernie_ref.entry import render_model_entry
-from lernie_ref.errors import LernieError
-from lernie_ref.hop import Outcome, UnpairedToolUse, hop_actor
+from lernie_ref.actors.drain import drain_actor
+from lernie_ref.actors.hop import Outcome, UnpairedToolUse, hop_actor
+from lernie_ref.adapters import ModelError, ModelReply, ModelRequest
+from lernie_ref.core.actor import Stepper, run
+from lernie_ref.core.entry import render_model_entry
+from lernie_ref.core.errors import LernieError
 from lernie_ref.inbox import Epitaph, cli_dispatch, cli_message, cli_prompt, deposit
-from lernie_ref.lock import try_acquire
-from lernie_ref.models import ModelError, ModelReply, ModelRequest
-from lernie_ref.workspace import Workspace
+from lernie_ref.substrate.config import Config
+from lernie_ref.substrate.lock import try_acquire
+from lernie_ref.substrate.workspace import Workspace
 
 from .util import Inline, entries, inbox_names, lock_is_free, names, subjects, worktree_clean
 
@@ -299,9 +299,9 @@ def test_r_drain_7_unreadable_deposit_fails_the_hop_and_stays_in_the_inbox(ws: W
 def test_r_term_6_a_stopped_root_is_recorded_at_rest_not_dead(ws: Workspace) -> None:
     """R-TERM-6, D-19: a root has no parent to tell; its stop mark keeps scan and status
     from reading the deliberate stop as a silent death, on every later scan."""
+    from lernie_ref.actors.sweep import scan
     from lernie_ref.inbox import RecordingLauncher
-    from lernie_ref.scan import scan
-    from lernie_ref.status import status
+    from lernie_ref.operator.status import status
 
     inline = Inline(ws)
     root = cli_prompt(ws, "slow question", "", inline.launcher)

@@ -18,9 +18,10 @@ from collections.abc import Callable
 
 import pytest
 
-from lernie_ref import release, reply
-from lernie_ref.actor import Stepper, run
-from lernie_ref.hop import Outcome, hop_actor
+from lernie_ref import reply
+from lernie_ref.actors import release
+from lernie_ref.actors.hop import Outcome, hop_actor
+from lernie_ref.core.actor import Stepper, run
 from lernie_ref.inbox import (
     ProbeOutcome,
     cli_dispatch,
@@ -29,7 +30,7 @@ from lernie_ref.inbox import (
     deposit_actor,
     probe_actor,
 )
-from lernie_ref.workspace import Workspace
+from lernie_ref.substrate.workspace import Workspace
 
 from .util import Inline, entries, inbox_names, lock_is_free, names, subjects, worktree_clean
 
@@ -231,7 +232,7 @@ def test_r_lock_3_in_process_baton_keeps_the_lease_between_hops(ws: Workspace) -
     result = run(hop_actor(ws, root, {}, inline.deps))
     assert result.outcome is Outcome.TOOLS_RAN and result.lock is not None
     assert not lock_is_free(ws, root)  # still held, handed to the successor
-    from lernie_ref.lock import successor_env
+    from lernie_ref.substrate.lock import successor_env
 
     env = successor_env(result.lock, {})
     assert not lock_is_free(ws, root)

@@ -6,10 +6,10 @@ import pytest
 from conftest import wait_quiescent
 
 from lernie_ref.inbox import RecordingLauncher, cli_dispatch, cli_prompt, deposit_result
-from lernie_ref.lock import try_acquire
-from lernie_ref.wait import WaitTimeout, held_flocks, observe, proc_locks_usable, tree_of
-from lernie_ref.wait import wait_quiescent as wait_tree
-from lernie_ref.workspace import Workspace
+from lernie_ref.operator.wait import WaitTimeout, held_flocks, observe, proc_locks_usable, tree_of
+from lernie_ref.operator.wait import wait_quiescent as wait_tree
+from lernie_ref.substrate.lock import try_acquire
+from lernie_ref.substrate.workspace import Workspace
 
 from .util import Inline, names, poll
 

@@ -15,15 +15,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from lernie_ref.actor import run
-from lernie_ref.clock import Clock, SystemClock
-from lernie_ref.config import Config
-from lernie_ref.hop import HopDeps, HopResult, Outcome, hop_actor
+from lernie_ref.actors.hop import HopDeps, HopResult, Outcome, hop_actor
+from lernie_ref.adapters import ModelAdapter, ScriptedModel
+from lernie_ref.core.actor import run
+from lernie_ref.core.clock import Clock, SystemClock
 from lernie_ref.inbox import RecordingLauncher, pending
-from lernie_ref.lock import successor_env, try_acquire
-from lernie_ref.models import ModelAdapter, ScriptedModel
-from lernie_ref.transcript import TranscriptEntry, load
-from lernie_ref.workspace import Workspace
+from lernie_ref.substrate.config import Config
+from lernie_ref.substrate.lock import successor_env, try_acquire
+from lernie_ref.substrate.transcript import TranscriptEntry, load
+from lernie_ref.substrate.workspace import Workspace
 
 
 class Inline:

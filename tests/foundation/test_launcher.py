@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from lernie_ref import inbox
-from lernie_ref.errors import LaunchError
+from lernie_ref.core.errors import LaunchError
 from lernie_ref.inbox import AdvanceLauncher
 
 DRIVER = r"""

@@ -12,9 +12,11 @@ import json
 
 from opkit import crash_at, deps, drive, mark, results_from
 
-from lernie_ref.actor import Stepper, run
-from lernie_ref.clock import SystemClock
-from lernie_ref.hop import Outcome, hop_actor
+from lernie_ref.actors.hop import Outcome, hop_actor
+from lernie_ref.actors.sweep import Condition, ScanReport, condition_of, scan, scan_actor
+from lernie_ref.core.actor import Stepper, run
+from lernie_ref.core.clock import SystemClock
+from lernie_ref.core.warrant import Warrant
 from lernie_ref.inbox import (
     Epitaph,
     ProbeOutcome,
@@ -26,11 +28,9 @@ from lernie_ref.inbox import (
     deposit_result,
     pending,
 )
-from lernie_ref.lock import try_acquire
 from lernie_ref.reply_debt import read_entries
-from lernie_ref.scan import Condition, ScanReport, condition_of, scan, scan_actor
-from lernie_ref.warrant import Warrant
-from lernie_ref.workspace import Workspace
+from lernie_ref.substrate.lock import try_acquire
+from lernie_ref.substrate.workspace import Workspace
 
 QUIET = (
     "silent deaths: 0; died deposits swept: 0; drivers launched: 0; inboxes with no agent branch: 0"

@@ -16,7 +16,7 @@ import pytest
 from opkit import spawn_holder, wait_for
 
 from lernie_ref.inbox import RecordingLauncher, cli_dispatch, cli_prompt
-from lernie_ref.stop import (
+from lernie_ref.operator.stop import (
     BranchMissing,
     Holder,
     LockLine,
@@ -32,7 +32,7 @@ from lernie_ref.stop import (
     stop,
     subtree_inboxes,
 )
-from lernie_ref.workspace import Workspace
+from lernie_ref.substrate.workspace import Workspace
 
 
 def _reap(proc: subprocess.Popen[str]) -> None:

@@ -21,9 +21,7 @@ from pathlib import Path
 from lernie_ref.core.entry import entry_blocks, has_tool_use
 from lernie_ref.core.errors import EntryError, TranscriptError, io_text
 from lernie_ref.core.frontmatter import own_result_ref, parse_entry_name, terminal_ref_of
-
-MESSAGES_DIR = "messages"
-TOOL_ORIGIN = "tool"
+from lernie_ref.core.vocab import MESSAGES_DIR, TOOL_ORIGIN
 
 
 @dataclass(frozen=True)

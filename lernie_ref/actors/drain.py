@@ -28,14 +28,19 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from lernie_ref.core.actor import Actor, Point
-from lernie_ref.core.errors import GitOpError, LernieError, io_text
+from lernie_ref.core.actor import Actor, Passed
+from lernie_ref.core.errors import (
+    DrainError,
+    GitOpError,
+    LernieError,
+    io_text,
+)
 from lernie_ref.core.frontmatter import own_result_ref
-from lernie_ref.inbox import Pending, pending
+from lernie_ref.core.vocab import MESSAGES_DIR, Point
+from lernie_ref.substrate.deposit import Pending, pending
 from lernie_ref.substrate.gitrun import GitRunner
 from lernie_ref.substrate.lock import ExecutorLock
 from lernie_ref.substrate.transcript import (
-    MESSAGES_DIR,
     commit,
     commit_subject,
     entry_name,
@@ -48,8 +53,6 @@ Seen = frozenset[tuple[str, int]]
 STRAY_SUBJECT = "transcript: recover delivered stray [{agent}]"
 
 
-class DrainError(LernieError):
-    """A deposit could not be read or moved; it stays in the inbox (nothing is lost)."""
 
 
 @dataclass(frozen=True)
@@ -114,10 +117,10 @@ def deliver_actor(worktree: Path, agent_id: str, item: Pending, git: GitRunner) 
         os.rename(item.path, target_dir / name)
     except OSError as exc:
         raise DrainError(f"deliver {item.path}: {io_text(exc)}") from None
-    yield Point("drain.renamed", agent_id, name)
+    yield Passed(Point.DRAIN_RENAMED, agent_id, name)
     subject = commit_subject(seq, item.sender, agent_id)
     commit(git, worktree, [f"{MESSAGES_DIR}/{name}"], subject, op="transcript")
-    yield Point("drain.committed", agent_id, name)
+    yield Passed(Point.DRAIN_COMMITTED, agent_id, name)
     return name
 
 
@@ -130,14 +133,14 @@ def drain_actor(
     runner = git or ws.git
     worktree = ws.worktree(agent_id)
     listed = pending(ws.inbox_dir(agent_id))
-    yield Point("drain.listed", agent_id, str(len(listed)))
+    yield Passed(Point.DRAIN_LISTED, agent_id, str(len(listed)))
     if not worktree.is_dir():
         if not listed:
             return Delivery(0, frozenset(), worktree_present=False)
         rematerialize(ws, agent_id)
-        yield Point("drain.rematerialized", agent_id)
+        yield Passed(Point.DRAIN_REMATERIALIZED, agent_id)
     if recover_strays(worktree, agent_id, runner):
-        yield Point("drain.stray-committed", agent_id)
+        yield Passed(Point.DRAIN_STRAY_COMMITTED, agent_id)
     plain: list[Pending] = []
     results: list[Pending] = []
     for item in listed:

@@ -26,24 +26,21 @@ from __future__ import annotations
 from pathlib import Path
 
 from lernie_ref import reply
+from lernie_ref.actors.probe import probe_actor
 from lernie_ref.actors.release import notice, release_actor
-from lernie_ref.core.actor import Actor, Point
+from lernie_ref.core.actor import Actor, Passed
 from lernie_ref.core.clock import Clock
-from lernie_ref.core.errors import DepositError, GitOpError, LernieError
-from lernie_ref.inbox import Epitaph, Launcher, deposit_result_actor, probe_actor
+from lernie_ref.core.errors import (
+    DepositError,
+    GitOpError,
+    LernieError,
+    ResultDepositError,
+)
+from lernie_ref.core.vocab import Epitaph, MarkKind, Point
+from lernie_ref.substrate.deposit import deposit_result_actor
+from lernie_ref.substrate.launcher import Launcher
 from lernie_ref.substrate.lock import ExecutorLock
 from lernie_ref.substrate.workspace import Workspace
-
-STOPPED_MARK = "stopped"
-"""``refs/lernie/stopped/<id>``: the tip at which the agent last stopped (R-WS-5)."""
-
-
-class ResultDepositError(LernieError):
-    """A result deposit failed under the lease; upstream labels every executor deposit error
-    ``deposit initial user message: …`` (facts §15), and so does this text."""
-
-    def __init__(self, source: DepositError) -> None:
-        super().__init__(f"deposit initial user message: {source}")
 
 
 def terminal_ref(ws: Workspace, agent_id: str) -> str:
@@ -74,12 +71,12 @@ def conclude_actor(
         # R-TERM-6, D-19: the stop is recorded at the tip (a root has no parent to tell),
         # so the sweep and status read a stopped branch as at rest, not as a death.
         try:
-            ws.set_mark(STOPPED_MARK, agent_id, terminal_ref(ws, agent_id))
+            ws.set_mark(MarkKind.STOPPED, agent_id, terminal_ref(ws, agent_id))
         except LernieError as exc:
             raise GitOpError("stopped update-ref", exc) from None
-        yield Point("terminal.stopped-marked", agent_id)
+        yield Passed(Point.TERMINAL_STOPPED_MARKED, agent_id)
     to = reply.recipient(ws.worktree(agent_id), agent_id, epitaph)
-    yield Point("terminal.recipient", agent_id, to or "")
+    yield Passed(Point.TERMINAL_RECIPIENT, agent_id, to or "")
     if to is not None:
         sha = terminal_ref(ws, agent_id)
         try:
@@ -95,7 +92,7 @@ def conclude_actor(
         launcher.launch(Path(ws.root), agent_id)
     except LernieError as exc:
         notice(f"exit launch for {agent_id}: {exc} (accepted crash class, ARCH §2.11)")
-    yield Point("terminal.self-launched", agent_id)
+    yield Passed(Point.TERMINAL_SELF_LAUNCHED, agent_id)
     if to is not None:
         try:
             yield from probe_actor(ws.root, to, launcher)

@@ -34,19 +34,23 @@ from lernie_ref.actors.exit_protocol import conclude_actor, terminal_ref
 from lernie_ref.actors.release import notice, release_actor
 from lernie_ref.actors.tools import run_tool
 from lernie_ref.adapters import ModelAdapter, ModelRequest
-from lernie_ref.core.actor import Actor, Point
+from lernie_ref.core.actor import Actor, Passed
 from lernie_ref.core.clock import Clock
 from lernie_ref.core.entry import Block, text_of, tool_result_block, tool_use_ids
-from lernie_ref.core.errors import AdoptError, GitOpError, LernieError
-from lernie_ref.core.warrant import Warrant, history_of, unanswered_tail, warrant_of
+from lernie_ref.core.errors import (
+    AdoptError,
+    GitOpError,
+    LeaseAdoptError,
+    LernieError,
+    UnpairedToolUse,
+)
+from lernie_ref.core.vocab import STAGING_FILE, MarkKind, Point
+from lernie_ref.core.warrant import Warrant, unanswered_tail, warrant_of
 from lernie_ref.inbox import Epitaph, Launcher
 from lernie_ref.substrate import transcript
 from lernie_ref.substrate.config import Config
 from lernie_ref.substrate.lock import ExecutorLock, take_lease
 from lernie_ref.substrate.workspace import Workspace
-
-STAGING_FILE = "staging.json"
-BUDGET_MARK = "budget-exhausted"
 
 DIED_TEXT = (
     "died: the executor ended before this tool call returned (crash settlement, bl-4187); "
@@ -55,26 +59,8 @@ DIED_TEXT = (
 INTERRUPTED_TEXT = "interrupted: the agent was stopped (SIGTERM) before this tool call ran"
 
 
-class UnpairedToolUse(LernieError):
-    """R-STEP-3: a ``tool_use`` id without a ``tool_result``: declined, never replayed."""
-
-    def __init__(self, agent_id: str) -> None:
-        super().__init__(
-            f"branch {agent_id} tip is an assistant entry with tool_use unmatched by committed "
-            "tool results — a mid-step crash after the assistant entry landed; tool side effects "
-            "are not replayable, so this is declined (ARCH §6). Recover by fork-from-history "
-            "(ARCH §2.3)."
-        )
 
 
-class LeaseAdoptError(LernieError):
-    """R-LOCK-4: a baton that cannot be adopted declines the hop (never a fresh acquire)."""
-
-    def __init__(self, agent_id: str, detail: str) -> None:
-        super().__init__(
-            f"adopt LERNIE_LOCK_FD lease for {agent_id}: {detail} — a bad fd means a defective "
-            "launcher; declined, never silently reacquired (ARCH §6)"
-        )
 
 
 class Outcome(enum.Enum):
@@ -121,9 +107,9 @@ def hop_actor(
     except AdoptError as exc:
         raise LeaseAdoptError(agent_id, str(exc)) from None
     if lock is None:
-        yield Point("hop.busy", agent_id)
+        yield Passed(Point.HOP_BUSY, agent_id)
         return HopResult(Outcome.ALREADY_DRIVEN)
-    yield Point("hop.acquired", agent_id)
+    yield Passed(Point.HOP_ACQUIRED, agent_id)
     try:
         return (yield from _drive(ws, agent_id, lock, deps))
     except BaseException:
@@ -142,20 +128,20 @@ def _settle_actor(ws: Workspace, agent_id: str, ids: Sequence[str], text: str) -
 def _drive(ws: Workspace, agent_id: str, lock: ExecutorLock, deps: HopDeps) -> Actor[HopResult]:
     worktree = ws.worktree(agent_id)
     if worktree.is_dir():
-        open_ids = unanswered_tail(history_of(transcript.load(worktree)))
+        open_ids = unanswered_tail(transcript.history_of(transcript.load(worktree)))
         if open_ids:
             notice(
                 f"settling a crashed tool window on [{agent_id}] — {len(open_ids)} unanswered "
                 "invocation(s) recorded as died (ARCH §6, bl-4187)"
             )
             yield from _settle_actor(ws, agent_id, open_ids, DIED_TEXT)
-            yield Point("hop.settled", agent_id, str(len(open_ids)))
+            yield Passed(Point.HOP_SETTLED, agent_id, str(len(open_ids)))
     delivery = yield from drain_actor(ws, agent_id, lock, ws.git)
     if not delivery.worktree_present:
         yield from release_actor(ws.root, agent_id, lock, delivery.seen, deps.launcher)
         return HopResult(Outcome.NOTHING_TO_DO)
-    due = warrant_of(history_of(transcript.load(worktree)))
-    yield Point("hop.warrant", agent_id, due.value)
+    due = warrant_of(transcript.history_of(transcript.load(worktree)))
+    yield Passed(Point.HOP_WARRANT, agent_id, due.value)
     if due is Warrant.UNPAIRED:
         raise UnpairedToolUse(agent_id)
     if due is Warrant.NOTHING_DUE:
@@ -202,26 +188,26 @@ def _step(
     used = model_steps(entries)
     if used >= deps.config.step_budget:
         try:
-            ws.set_mark(BUDGET_MARK, agent_id, terminal_ref(ws, agent_id))
+            ws.set_mark(MarkKind.BUDGET_EXHAUSTED, agent_id, terminal_ref(ws, agent_id))
         except LernieError as exc:
             raise GitOpError("budget-exhausted update-ref", exc) from None
         notice(
             f"budget steps exhausted ({used}/{deps.config.step_budget}) on {agent_id}; "
             "stopping (ARCH §6)"
         )
-        yield Point("hop.budget-exhausted", agent_id)
+        yield Passed(Point.HOP_BUDGET_EXHAUSTED, agent_id)
         return (yield from _conclude(ws, agent_id, Epitaph.BUDGET_EXHAUSTED, lock, seen, deps))
     request = ModelRequest(
         agent_id, entries, transcript.wire_messages(entries), worktree=Path(worktree)
     )
     reply = deps.model.call(request, deps.stop_requested)
-    yield Point("hop.model-returned", agent_id)
+    yield Passed(Point.HOP_MODEL_RETURNED, agent_id)
     if deps.stop_requested():
         return (yield from _conclude(ws, agent_id, Epitaph.STOPPED, lock, seen, deps))
     yield from transcript.model_entry_actor(
         worktree, agent_id, deps.model.model_id, reply.blocks, reply.usage, staging, ws.git
     )
-    yield Point("hop.assistant-committed", agent_id)
+    yield Passed(Point.HOP_ASSISTANT_COMMITTED, agent_id)
     calls = _tool_calls(reply.blocks)
     if not calls:
         response = text_of(reply.blocks)
@@ -236,11 +222,11 @@ def _step(
             yield from _settle_actor(ws, agent_id, rest, INTERRUPTED_TEXT)
             return (yield from _conclude(ws, agent_id, Epitaph.STOPPED, lock, seen, deps))
         result = run_tool(call, ws, agent_id, deps.launcher, deps.clock)
-        yield Point("hop.tool-ran", agent_id, str(call["id"]))
+        yield Passed(Point.HOP_TOOL_RAN, agent_id, str(call["id"]))
         yield from transcript.tool_entry_actor(worktree, agent_id, result, staging, ws.git)
     if deps.stop_requested():
         return (yield from _conclude(ws, agent_id, Epitaph.STOPPED, lock, seen, deps))
-    yield Point("hop.tools-ran", agent_id)
+    yield Passed(Point.HOP_TOOLS_RAN, agent_id)
     return HopResult(Outcome.TOOLS_RAN, lock=lock)
 
 

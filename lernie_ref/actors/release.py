@@ -24,10 +24,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from lernie_ref.core.actor import Actor, Point
+from lernie_ref.actors.probe import ProbeOutcome, probe_actor
+from lernie_ref.core.actor import Actor, Passed
 from lernie_ref.core.errors import LernieError, io_text
 from lernie_ref.core.frontmatter import deposit_warrants_launch
-from lernie_ref.inbox import Launcher, Pending, ProbeOutcome, inbox_dir, pending, probe_actor
+from lernie_ref.core.vocab import Point
+from lernie_ref.substrate.deposit import Pending, inbox_dir, pending
+from lernie_ref.substrate.launcher import Launcher
 from lernie_ref.substrate.lock import ExecutorLock
 
 
@@ -61,7 +64,7 @@ def release_actor(
 ) -> Actor[ProbeOutcome | None]:
     """Release ``lock`` (``LOCK_UN``), re-read the inbox, probe-and-launch if owed (R-REL-1)."""
     lock.release()
-    yield Point("release.released", agent_id)
+    yield Passed(Point.RELEASE_RELEASED, agent_id)
     try:
         listing = pending(inbox_dir(ws, agent_id))
     except OSError as exc:
@@ -70,7 +73,7 @@ def release_actor(
             "(accepted crash class, ARCH §2.11)"
         )
         return None
-    yield Point("release.reread", agent_id, str(len(listing)))
+    yield Passed(Point.RELEASE_REREAD, agent_id, str(len(listing)))
     if not owed_launch(listing, seen):
         return None
     try:

@@ -43,7 +43,8 @@ import json
 import os
 from dataclasses import dataclass, field
 
-from lernie_ref.core.actor import Actor, Point, run
+from lernie_ref.actors.probe import ProbeOutcome, probe_actor
+from lernie_ref.core.actor import Actor, Passed, run
 from lernie_ref.core.clock import Clock
 from lernie_ref.core.entry import entry_blocks, text_of
 from lernie_ref.core.errors import (
@@ -51,32 +52,20 @@ from lernie_ref.core.errors import (
     LaunchError,
     LernieError,
     LockError,
+    ScanError,
     io_text,
 )
 from lernie_ref.core.frontmatter import terminal_ref_of
 from lernie_ref.core.ids import is_agent_id, parent_of
-from lernie_ref.core.warrant import Warrant, history_of, warrant_of
-from lernie_ref.inbox import (
-    Epitaph,
-    Launcher,
-    ProbeOutcome,
-    deposit_result_actor,
-    pending,
-    probe_actor,
-)
+from lernie_ref.core.vocab import MARK_REF_PREFIX, Epitaph, MarkKind, Point
+from lernie_ref.core.warrant import Warrant, warrant_of
 from lernie_ref.reply import recipient
 from lernie_ref.reply_debt import is_terminal_response, read_bytes, read_entries, read_text
+from lernie_ref.substrate.deposit import deposit_result_actor, pending
+from lernie_ref.substrate.launcher import Launcher
 from lernie_ref.substrate.lock import try_acquire
-from lernie_ref.substrate.transcript import commit_subject, load
-from lernie_ref.substrate.workspace import MARK_REF_PREFIX, Workspace
-
-RETURNED = "returned"
-STOPPED = "stopped"
-BUDGET_EXHAUSTED = "budget-exhausted"
-
-
-class ScanError(LernieError):
-    """A scan pass aborted; effects already made (deposits, launches) stay (R-SCAN-7)."""
+from lernie_ref.substrate.transcript import commit_subject, history_of, load
+from lernie_ref.substrate.workspace import Workspace
 
 
 class Condition(enum.Enum):
@@ -195,8 +184,8 @@ def read_condition(ws: Workspace, agent: str) -> tuple[Condition, str]:
         except LernieError as exc:
             raise ScanError(f"read transcript of {agent}: {exc}") from None
         budget_at_tip = tip in (
-            mark_value(ws, BUDGET_EXHAUSTED, agent),
-            mark_value(ws, STOPPED, agent),  # a stop is at rest too (R-SCAN-4, D-19)
+            mark_value(ws, MarkKind.BUDGET_EXHAUSTED, agent),
+            mark_value(ws, MarkKind.STOPPED, agent),  # a stop is at rest too (R-SCAN-4, D-19)
         )
     condition = condition_of(
         driven=False, pending_count=mail, due=due, budget_at_tip=budget_at_tip
@@ -234,7 +223,7 @@ def unsent_reply(
     (R-ADDR-3, R-DEBT-4); and no result from ``agent`` carrying the tip is pending for,
     or delivered to, that agent (a deposit whose mark was lost is not sent twice).
     """
-    if mark_value(ws, RETURNED, agent) == tip:
+    if mark_value(ws, MarkKind.RETURNED, agent) == tip:
         return None
     worktree = ws.worktree(agent)
     entries = read_entries(worktree)
@@ -254,7 +243,7 @@ def unsent_reply(
 
 
 def _sweep_one(
-    ws: Workspace, agent: str, registry: frozenset[str], report: ScanReport, clock: Clock | None
+    ws: Workspace, agent: str, registry: frozenset[str], report: ScanReport, clock: Clock
 ) -> Actor[None]:
     inbox = ws.inbox_dir(agent)
     lock = None
@@ -265,26 +254,26 @@ def _sweep_one(
             raise ScanError(f"probe executor lock at {inbox}: {exc.detail}") from None
         if lock is None:
             report.driven.append(agent)
-            yield Point("scan.driven", agent)
+            yield Passed(Point.SCAN_DRIVEN, agent)
             return
     try:
         # No inbox directory: nothing to hold (and no executor can hold it either).
-        yield Point("scan.held" if lock is not None else "scan.no-inbox", agent)
+        yield Passed(Point.SCAN_HELD if lock is not None else Point.SCAN_NO_INBOX, agent)
         condition, tip = read_condition(ws, agent)
-        yield Point("scan.assessed", agent, condition.value)
+        yield Passed(Point.SCAN_ASSESSED, agent, condition.value)
         if condition is Condition.DIED_MID_WORK:
             parent = parent_of(agent)
             if parent not in registry:
                 parent = None  # R-SCAN-1: a parent with no ref makes the agent a root
             if parent is None:
                 report.silent_deaths.append(agent)
-            elif obituary_owed(condition, parent, mark_value(ws, RETURNED, agent), tip):
+            elif obituary_owed(condition, parent, mark_value(ws, MarkKind.RETURNED, agent), tip):
                 report.silent_deaths.append(agent)
                 yield from deposit_result_actor(
                     ws.root, parent, agent, Epitaph.DIED, tip, None, clock, ws.git
                 )
                 report.swept.append(agent)
-                yield Point("scan.swept", agent, parent)
+                yield Passed(Point.SCAN_SWEPT, agent, parent)
         elif condition is Condition.AT_REST:
             try:
                 unsent = unsent_reply(ws, agent, tip, registry)
@@ -302,12 +291,12 @@ def _sweep_one(
                     ws.git,
                 )
                 report.resent.append((agent, unsent.recipient))
-                yield Point("scan.resent", agent, unsent.recipient)
+                yield Passed(Point.SCAN_RESENT, agent, unsent.recipient)
     finally:
         if lock is not None:
             lock.release()
     if lock is not None:
-        yield Point("scan.released", agent)
+        yield Passed(Point.SCAN_RELEASED, agent)
 
 
 def _inbox_names(ws: Workspace) -> list[str]:
@@ -329,7 +318,7 @@ def _flush(
         # An agent created after the registry was read is not debris (R-SCAN-2).
         if name not in registry and not ws.agent_exists(name):
             report.debris.append(name)
-            yield Point("scan.debris", name)
+            yield Passed(Point.SCAN_DEBRIS, name)
             continue
         try:
             outcome = yield from probe_actor(ws.root, name, launcher)
@@ -340,11 +329,11 @@ def _flush(
             report.launched.append(name)
         else:
             report.busy.append(name)
-        yield Point("scan.flushed", name, outcome.value)
+        yield Passed(Point.SCAN_FLUSHED, name, outcome.value)
 
 
 def scan_actor(
-    ws: Workspace, launcher: Launcher, clock: Clock | None = None
+    ws: Workspace, launcher: Launcher, clock: Clock
 ) -> Actor[ScanReport]:
     """R-SCAN-1: the whole pass as an actor: sweep every agent, then flush every inbox.
 
@@ -366,6 +355,6 @@ def scan_actor(
     return report
 
 
-def scan(ws: Workspace, launcher: Launcher, clock: Clock | None = None) -> ScanReport:
+def scan(ws: Workspace, launcher: Launcher, clock: Clock) -> ScanReport:
     """R-SCAN-1: :func:`scan_actor` run straight through."""
     return run(scan_actor(ws, launcher, clock))

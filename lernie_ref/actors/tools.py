@@ -1,7 +1,7 @@
 """The built-in tools a model may call: ``message`` and ``dispatch`` (R-STEP-7).
 
 They are the very code of the ``lernie message`` and ``lernie dispatch`` verbs
-(:func:`~lernie_ref.inbox.cli_message`, :func:`~lernie_ref.inbox.cli_dispatch`),
+(:func:`~lernie_ref.actors.writer.message`, :func:`~lernie_ref.actors.writer.dispatch`),
 with the calling agent as sender or parent: a tool is a writer like any other,
 deposits before it probes (R-PROBE-2) and never drives (R-PROBE-3).
 
@@ -14,17 +14,20 @@ from __future__ import annotations
 
 import json
 
+from lernie_ref.actors.writer import dispatch, message
 from lernie_ref.core.clock import Clock
 from lernie_ref.core.entry import Block, tool_result_block
-from lernie_ref.core.errors import LernieError, debug_quote
-from lernie_ref.inbox import Launcher, cli_dispatch, cli_message
+from lernie_ref.core.errors import (
+    LernieError,
+    ToolInputError,
+    debug_quote,
+)
+from lernie_ref.substrate.launcher import Launcher
 from lernie_ref.substrate.workspace import Workspace
 
 TOOL_NAMES = ("message", "dispatch")
 
 
-class ToolInputError(LernieError):
-    """The model's tool input does not match the tool's schema."""
 
 
 def _fields(raw: object, required: tuple[str, ...], optional: tuple[str, ...]) -> dict[str, str]:
@@ -53,11 +56,11 @@ def run_tool(block: Block, ws: Workspace, agent_id: str, launcher: Launcher, clo
     try:
         if name == "message":
             args = _fields(block.get("input"), ("agent", "content"), ())
-            cli_message(ws, args["agent"], args["content"], agent_id, launcher, clock)
+            message(ws, args["agent"], args["content"], agent_id, launcher, clock)
             text = json.dumps({"status": "deposited"}, separators=(",", ":"))
         elif name == "dispatch":
             args = _fields(block.get("input"), ("goal",), ("name",))
-            child = cli_dispatch(ws, agent_id, args["goal"], args.get("name", ""), launcher, clock)
+            child = dispatch(ws, agent_id, args["goal"], args.get("name", ""), launcher, clock)
             text = json.dumps({"status": "dispatched", "agent": child}, separators=(",", ":"))
         else:
             shown = debug_quote(name) if isinstance(name, str) else repr(name)

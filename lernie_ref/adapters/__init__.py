@@ -29,7 +29,12 @@ from pathlib import Path
 from typing import Protocol
 
 from lernie_ref.core.entry import Block, text_block, tool_use_block, tool_use_ids
-from lernie_ref.core.errors import ConfigError, LernieError, debug_list, io_text
+from lernie_ref.core.errors import (
+    ConfigError,
+    ModelError,
+    debug_list,
+    io_text,
+)
 from lernie_ref.core.frontmatter import rust_lines, split_frontmatter, terminal_ref_of
 from lernie_ref.substrate.transcript import TranscriptEntry, WireMessage
 
@@ -69,8 +74,6 @@ TOOL_SPECS: list[dict[str, object]] = [
 """R-STEP-7: the only tools offered to a model."""
 
 
-class ModelError(LernieError):
-    """The model call failed; the hop exits 1 with this one line and commits nothing."""
 
 
 @dataclass(frozen=True)

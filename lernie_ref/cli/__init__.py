@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 
 from lernie_ref import __version__
-from lernie_ref.core.errors import LernieError, UsageError
+from lernie_ref.core.errors import LernieError
 
 VERBS: dict[str, str] = {
     "new": "create a workspace",
@@ -55,12 +55,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     module = importlib.import_module(f"lernie_ref.cli.{verb}")
     try:
         product: str | None = module.run(ns)
-    except UsageError as exc:
-        print(f"lernie {verb}: {exc}", file=sys.stderr)
-        return 2
     except LernieError as exc:
         print(f"lernie {verb}: {exc}", file=sys.stderr)
-        return 1
+        return exc.exit_code
     if product is not None:
         sys.stdout.write(product + "\n")
         sys.stdout.flush()

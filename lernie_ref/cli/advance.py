@@ -24,7 +24,11 @@ import signal
 import sys
 from types import FrameType
 
-from lernie_ref.core.errors import LernieError, io_text
+from lernie_ref.core.errors import (
+    ExecError,
+    LernieError,
+    io_text,
+)
 
 REASON = "a hop drives an existing agent (ARCH §2.3: the `agents/*` refs are the registry)"
 
@@ -45,8 +49,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("agent", help="the agent id")
 
 
-class ExecError(LernieError):
-    """R-LOCK-3: the successor could not be exec'd; the lease is released, exit 1."""
 
 
 def run(ns: argparse.Namespace) -> str | None:

@@ -46,17 +46,18 @@ def _seconds(text: str) -> float:
     return value
 
 
-def start(ns: argparse.Namespace) -> tuple[Workspace, str]:
+def start(ns: argparse.Namespace, launcher: inbox.Launcher) -> tuple[Workspace, str]:
     """Create and launch the root; returns the workspace and the new id."""
     ws = Workspace(ns.workspace)
-    root = inbox.cli_prompt(ws, ns.text, ns.name, inbox.AdvanceLauncher())
+    root = inbox.cli_prompt(ws, ns.text, ns.name, launcher)
     return ws, root
 
 
 def run(ns: argparse.Namespace) -> str | None:
     if ns.timeout is not None and not ns.wait:
         raise UsageError("--timeout applies only with --wait")  # before anything is written
-    ws, root = start(ns)
+    launcher = inbox.AdvanceLauncher()
+    ws, root = start(ns, launcher)
     if not ns.wait:
         return root
     import sys
@@ -66,5 +67,5 @@ def run(ns: argparse.Namespace) -> str | None:
     # The id goes out first, so a timeout still tells the operator which agent it was.
     sys.stdout.write(root + "\n")
     sys.stdout.flush()
-    wait_quiescent(ws, root, 300.0 if ns.timeout is None else ns.timeout)
+    wait_quiescent(ws, root, 300.0 if ns.timeout is None else ns.timeout, launcher)
     return final_response(ws, root)

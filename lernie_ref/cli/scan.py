@@ -10,8 +10,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from lernie_ref import inbox
 from lernie_ref.actors.sweep import scan
-from lernie_ref.inbox import AdvanceLauncher
+from lernie_ref.core.clock import SystemClock
 from lernie_ref.substrate.workspace import require_workspace
 
 
@@ -22,7 +23,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(ns: argparse.Namespace) -> str | None:
     ws = require_workspace(ns.workspace)
-    report = scan(ws, AdvanceLauncher())
+    report = scan(ws, inbox.AdvanceLauncher(), SystemClock())
     for agent, to in report.resent:
         print(
             f"lernie scan: {agent}: its final response never reached {to}; "

@@ -1,7 +1,7 @@
 """Actors with explicit protocol points (DESIGN: "actors with explicit atomic points").
 
 A protocol actor — a writer verb, a driver hop, a terminal tail, a scan — is a
-generator that yields a :class:`Point` right after each step another process
+generator that yields a :class:`Passed` right after each step another process
 could observe (a rename, a commit, a flock or unlock, an inbox read, a launch)
 and finally returns its result. Production drives an actor straight through
 with :func:`run`; a test scheduler holds several actors and interleaves them at
@@ -14,18 +14,21 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Generic, NamedTuple, TypeVar
 
+from lernie_ref.core.vocab import Point
+
 R = TypeVar("R")
 
 
-class Point(NamedTuple):
-    """A point just passed; ``name`` is ``"<actor>.<step>"``, e.g. ``deposit.published``."""
+class Passed(NamedTuple):
+    """A protocol point just passed: ``name`` is a :class:`~lernie_ref.core.vocab.Point`
+    (``"<actor>.<step>"``, e.g. ``deposit.published``), with the agent it concerns."""
 
-    name: str
+    name: Point
     agent: str = ""
     detail: str = ""
 
 
-Actor = Generator[Point, None, R]
+Actor = Generator[Passed, None, R]
 
 
 def run(actor: Actor[R]) -> R:
@@ -45,11 +48,11 @@ class Stepper(Generic[R]):
 
     def __init__(self, actor: Actor[R]) -> None:
         self._actor = actor
-        self.points: list[Point] = []
+        self.points: list[Passed] = []
         self.done = False
         self._result: R | None = None
 
-    def step(self) -> Point | None:
+    def step(self) -> Passed | None:
         """Run to the next point; ``None`` once the actor has returned."""
         if self.done:
             return None
@@ -62,8 +65,8 @@ class Stepper(Generic[R]):
         self.points.append(point)
         return point
 
-    def run_to(self, name: str) -> Point:
-        """Step until a point called ``name`` has been passed; error if the actor ends first."""
+    def run_to(self, name: Point) -> Passed:
+        """Step until the point ``name`` has been passed; error if the actor ends first."""
         while True:
             point = self.step()
             if point is None:

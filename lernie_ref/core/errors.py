@@ -1,6 +1,7 @@
 """Typed exceptions of the library and the Display texts upstream prints.
 
-Every error the library raises is a :class:`LernieError`; its ``str()`` is the
+Every exception class of the library is defined here, once. Each is a :class:`LernieError`
+with an ``exit_code`` (1, or 2 for usage) the CLI exits with; its ``str()`` is the
 exact message the CLI edge prints after ``lernie <verb>: `` (R-CLI-2). Texts are
 upstream's where upstream is exact (spec/SPEC.md, "Exact strings").
 """
@@ -44,7 +45,12 @@ def debug_list(items: Sequence[str]) -> str:
 
 
 class LernieError(Exception):
-    """Base of every error the library raises; ``str(e)`` is the user-facing text."""
+    """Base of every error the library raises; ``str(e)`` is the user-facing text.
+
+    ``exit_code`` is the status the CLI exits with (R-CLI-2): 1, or 2 for a usage error.
+    """
+
+    exit_code: int = 1
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -56,6 +62,8 @@ class LernieError(Exception):
 
 class UsageError(LernieError):
     """Bad command-line usage that argparse cannot see; the CLI exits 2."""
+
+    exit_code = 2
 
 
 class NotAnAgentId(LernieError):
@@ -223,3 +231,132 @@ class TranscriptError(LernieError):
 
 class WorkspaceError(LernieError):
     """``lernie new`` / agent creation refused (path taken, bad name, id collision)."""
+
+
+# --------------------------------------------------------------- raised by substrate.transcript
+
+
+class ReservedModelId(LernieError):
+    """A model adapter named ``tool`` would write entries that read as tool results."""
+
+    def __init__(self, model_id: str) -> None:
+        super().__init__(
+            f"model id {debug_quote(model_id)} collides with the reserved transcript origin "
+            "token `tool` (ARCH §2.3); rename the model row"
+        )
+
+
+# --------------------------------------------------------------- raised by actors.drain
+
+
+class DrainError(LernieError):
+    """A deposit could not be read or moved; it stays in the inbox (nothing is lost)."""
+
+
+# --------------------------------------------------------------- raised by actors.hop
+
+
+class UnpairedToolUse(LernieError):
+    """R-STEP-3: a ``tool_use`` id without a ``tool_result``: declined, never replayed."""
+
+    def __init__(self, agent_id: str) -> None:
+        super().__init__(
+            f"branch {agent_id} tip is an assistant entry with tool_use unmatched by committed "
+            "tool results — a mid-step crash after the assistant entry landed; tool side effects "
+            "are not replayable, so this is declined (ARCH §6). Recover by fork-from-history "
+            "(ARCH §2.3)."
+        )
+
+
+class LeaseAdoptError(LernieError):
+    """R-LOCK-4: a baton that cannot be adopted declines the hop (never a fresh acquire)."""
+
+    def __init__(self, agent_id: str, detail: str) -> None:
+        super().__init__(
+            f"adopt LERNIE_LOCK_FD lease for {agent_id}: {detail} — a bad fd means a defective "
+            "launcher; declined, never silently reacquired (ARCH §6)"
+        )
+
+
+# --------------------------------------------------------------- raised by actors.exit_protocol
+
+
+class ResultDepositError(LernieError):
+    """A result deposit failed under the lease; upstream labels every executor deposit error
+    ``deposit initial user message: …`` (facts §15), and so does this text."""
+
+    def __init__(self, source: DepositError) -> None:
+        super().__init__(f"deposit initial user message: {source}")
+
+
+# --------------------------------------------------------------- raised by actors.sweep
+
+
+class ScanError(LernieError):
+    """A scan pass aborted; effects already made (deposits, launches) stay (R-SCAN-7)."""
+
+
+# --------------------------------------------------------------- raised by actors.tools
+
+
+class ToolInputError(LernieError):
+    """The model's tool input does not match the tool's schema."""
+
+
+# --------------------------------------------------------------- raised by adapters.__init__
+
+
+class ModelError(LernieError):
+    """The model call failed; the hop exits 1 with this one line and commits nothing."""
+
+
+# --------------------------------------------------------------- raised by operator.stop
+
+
+class StopError(LernieError):
+    """An error of ``lernie stop``; ``str()`` is upstream's text where upstream has one."""
+
+
+class BranchMissing(StopError):
+    """R-STOP-1: the agent has no ``agents/*`` ref."""
+
+    def __init__(self, agent_id: str) -> None:
+        super().__init__(f"branch {debug_quote(agent_id)} does not exist in repo")
+        self.agent_id = agent_id
+
+
+class SelfGroup(StopError):
+    """R-STOP-4: a holder lives in the caller's own process group; nothing was signalled."""
+
+    def __init__(self, pgid: int) -> None:
+        super().__init__(
+            f"refusing to signal process group {pgid}: it is this process's own group, so the "
+            "SIGTERM would fell whatever launched `lernie stop` — an operator's shell job, or a "
+            "test runner — rather than an executor (ARCH §2.9). Discovery resolved a pgid that "
+            "no detached executor can legitimately own; nothing was signalled."
+        )
+        self.pgid = pgid
+
+
+class ProcError(StopError):
+    def __init__(self, err: OSError) -> None:
+        super().__init__(f"scan /proc: {io_text(err)}")
+
+
+class InboxWalkError(StopError):
+    def __init__(self, err: OSError) -> None:
+        super().__init__(f"walk inbox directory: {io_text(err)}")
+
+
+# --------------------------------------------------------------- raised by operator.wait
+
+
+class WaitTimeout(LernieError):
+    """The tree did not settle in time; the text names what is still going on."""
+
+
+# --------------------------------------------------------------- raised by cli.advance
+
+
+class ExecError(LernieError):
+    """R-LOCK-3: the successor could not be exec'd; the lease is released, exit 1."""

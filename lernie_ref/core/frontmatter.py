@@ -10,6 +10,7 @@ transcript names), never from ``from:``.
 from __future__ import annotations
 
 from lernie_ref.core.ids import parent_of
+from lernie_ref.core.vocab import PARKED_EPITAPHS
 
 U32_MAX = 0xFFFFFFFF
 
@@ -284,7 +285,6 @@ def own_result_ref(agent_id: str, sender: str, body: str) -> str | None:
     return terminal_ref_of(body)
 
 
-PARKED_EPITAPHS = frozenset({"stopped", "budget-exhausted"})
 
 
 def deposit_warrants_launch(body: str | None) -> bool:

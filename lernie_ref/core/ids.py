@@ -10,7 +10,6 @@ from __future__ import annotations
 from lernie_ref.core.clock import Clock, compact_stamp, short_id
 from lernie_ref.core.errors import NotAnAgentId
 
-USER_SENDER = "user"
 """R-ID-7: the sender token of an operator deposit; never an agent id."""
 
 

@@ -22,10 +22,9 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from pathlib import Path
 
 from lernie_ref.core.entry import Block, tool_result_ids, tool_use_ids
-from lernie_ref.substrate.transcript import Role, TranscriptEntry, load, wire_messages
+from lernie_ref.core.vocab import Role
 
 
 class Warrant(enum.Enum):
@@ -86,11 +85,3 @@ def unanswered_tail(history: Sequence[tuple[Role, Sequence[Block]]]) -> list[str
         answered.update(tool_result_ids(blocks))
     return [i for i in tool_use_ids(history[last_model][1]) if i not in answered]
 
-
-def history_of(entries: Sequence[TranscriptEntry]) -> list[tuple[Role, Sequence[Block]]]:
-    return [(m.role, m.content) for m in wire_messages(entries)]
-
-
-def warrant(worktree: Path) -> Warrant:
-    """R-STEP-3 for the transcript in ``worktree`` (missing ``messages/``: NothingDue)."""
-    return warrant_of(history_of(load(worktree)))

@@ -18,9 +18,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from lernie_ref.actors.sweep import (
-    BUDGET_EXHAUSTED,
-    RETURNED,
-    STOPPED,
     Condition,
     condition_of,
     mark_value,
@@ -29,9 +26,10 @@ from lernie_ref.actors.sweep import (
 from lernie_ref.core.errors import LernieError
 from lernie_ref.core.frontmatter import split_frontmatter, terminal_ref_of
 from lernie_ref.core.ids import is_agent_id, parent_of
-from lernie_ref.inbox import pending
+from lernie_ref.core.vocab import Epitaph, MarkKind
 from lernie_ref.operator.stop import lock_holder_pids
 from lernie_ref.reply_debt import Entry, is_terminal_response, read_entries
+from lernie_ref.substrate.deposit import pending
 from lernie_ref.substrate.workspace import Workspace
 
 
@@ -101,13 +99,13 @@ def last_epitaph(
     if entries:
         try:
             if is_terminal_response(entries[0]):
-                return "final-response"
+                return Epitaph.FINAL_RESPONSE.value
         except LernieError:
             pass
     if budget is not None and budget == tip:
-        return BUDGET_EXHAUSTED
+        return Epitaph.BUDGET_EXHAUSTED.value
     if stopped is not None and stopped == tip:
-        return "stopped"
+        return Epitaph.STOPPED.value
     if returned is not None:
         return lookup.epitaph_at(agent, returned) or "?"
     return None
@@ -132,9 +130,9 @@ def status(ws: Workspace) -> list[AgentStatus]:
             tip = ws.branch_tip(agent)
         except LernieError:
             tip = ""
-        returned = mark_value(ws, RETURNED, agent)
-        budget = mark_value(ws, BUDGET_EXHAUSTED, agent)
-        stop_mark = mark_value(ws, STOPPED, agent)
+        returned = mark_value(ws, MarkKind.RETURNED, agent)
+        budget = mark_value(ws, MarkKind.BUDGET_EXHAUSTED, agent)
+        stop_mark = mark_value(ws, MarkKind.STOPPED, agent)
         try:
             due = transcript_due(ws, agent)
             condition = condition_of(
@@ -149,7 +147,7 @@ def status(ws: Workspace) -> list[AgentStatus]:
         epitaph = last_epitaph(own, tip, returned, budget, lookup, agent, stop_mark)
         # A stop leaves the same disk state as a death, but its mark (and, for a child, its
         # obituary) sits at the tip.
-        stopped_at_tip = stop_mark == tip or (returned == tip and epitaph == "stopped")
+        stopped_at_tip = stop_mark == tip or (returned == tip and epitaph == Epitaph.STOPPED)
         rows.append(
             AgentStatus(
                 id=agent,

@@ -39,7 +39,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lernie_ref.core.errors import LernieError, debug_quote, io_text
+from lernie_ref.core.errors import (
+    BranchMissing,
+    InboxWalkError,
+    ProcError,
+    SelfGroup,
+)
 from lernie_ref.core.ids import parent_of, require_agent_id
 
 STOP_DEADLINE_S = 30.0
@@ -54,39 +59,14 @@ MAX_ROUNDS = 3
 PROC = Path("/proc")
 
 
-class StopError(LernieError):
-    """An error of ``lernie stop``; ``str()`` is upstream's text where upstream has one."""
 
 
-class BranchMissing(StopError):
-    """R-STOP-1: the agent has no ``agents/*`` ref."""
-
-    def __init__(self, agent_id: str) -> None:
-        super().__init__(f"branch {debug_quote(agent_id)} does not exist in repo")
-        self.agent_id = agent_id
 
 
-class SelfGroup(StopError):
-    """R-STOP-4: a holder lives in the caller's own process group; nothing was signalled."""
-
-    def __init__(self, pgid: int) -> None:
-        super().__init__(
-            f"refusing to signal process group {pgid}: it is this process's own group, so the "
-            "SIGTERM would fell whatever launched `lernie stop` — an operator's shell job, or a "
-            "test runner — rather than an executor (ARCH §2.9). Discovery resolved a pgid that "
-            "no detached executor can legitimately own; nothing was signalled."
-        )
-        self.pgid = pgid
 
 
-class ProcError(StopError):
-    def __init__(self, err: OSError) -> None:
-        super().__init__(f"scan /proc: {io_text(err)}")
 
 
-class InboxWalkError(StopError):
-    def __init__(self, err: OSError) -> None:
-        super().__init__(f"walk inbox directory: {io_text(err)}")
 
 
 @dataclass(frozen=True)

@@ -29,9 +29,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lernie_ref.core.actor import run
-from lernie_ref.core.errors import LernieError
+from lernie_ref.core.errors import (
+    WaitTimeout,
+)
 from lernie_ref.core.frontmatter import deposit_warrants_launch
-from lernie_ref.inbox import pending
+from lernie_ref.substrate.deposit import pending
+from lernie_ref.substrate.launcher import Launcher
 from lernie_ref.substrate.transcript import load
 from lernie_ref.substrate.workspace import Workspace
 
@@ -39,8 +42,6 @@ PROC_LOCKS = Path("/proc/locks")
 POLL_S = 0.05
 
 
-class WaitTimeout(LernieError):
-    """The tree did not settle in time; the text names what is still going on."""
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,9 @@ def proc_locks_usable(ws: Workspace) -> bool:
             scratch.rmdir()
 
 
-def lock_held(ws: Workspace, agent: str, held: set[tuple[int, int, int]] | None) -> bool:
+def lock_held(
+    ws: Workspace, agent: str, held: set[tuple[int, int, int]] | None, launcher: Launcher
+) -> bool:
     """Is the agent's executor lock held?
 
     With ``held`` (from ``/proc/locks``) this only reads. Without it, it probes like a
@@ -128,13 +131,12 @@ def lock_held(ws: Workspace, agent: str, held: set[tuple[int, int, int]] | None)
     if held is not None:
         return (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino) in held
     from lernie_ref.actors.release import release_actor
-    from lernie_ref.inbox import AdvanceLauncher
     from lernie_ref.substrate.lock import try_acquire
 
     lock = try_acquire(inbox)
     if lock is None:
         return True
-    run(release_actor(ws.root, agent, lock, frozenset(), AdvanceLauncher()))
+    run(release_actor(ws.root, agent, lock, frozenset(), launcher))
     return False
 
 
@@ -151,12 +153,14 @@ def _warranted(inbox: Path) -> bool:
     return False
 
 
-def observe(ws: Workspace, root: str, held: set[tuple[int, int, int]] | None) -> TreeState:
+def observe(
+    ws: Workspace, root: str, held: set[tuple[int, int, int]] | None, launcher: Launcher
+) -> TreeState:
     """One observation of the tree of ``root`` (``held``: see :func:`lock_held`)."""
     running: list[str] = []
     waiting: list[str] = []
     for agent in tree_of(ws, root):
-        if lock_held(ws, agent, held):
+        if lock_held(ws, agent, held, launcher):
             running.append(agent)
             continue
         elif _warranted(ws.inbox_dir(agent)):
@@ -168,6 +172,7 @@ def wait_quiescent(
     ws: Workspace,
     root: str,
     timeout_s: float,
+    launcher: Launcher,
     *,
     sleep: Callable[[float], None] = time.sleep,
     monotonic: Callable[[], float] = time.monotonic,
@@ -177,7 +182,7 @@ def wait_quiescent(
     calm = 0
     readable = proc_locks_usable(ws)
     while True:
-        state = observe(ws, root, held_flocks() if readable else None)
+        state = observe(ws, root, held_flocks() if readable else None, launcher)
         calm = calm + 1 if state.settled else 0
         if calm >= 2:
             return

@@ -18,8 +18,8 @@ from pathlib import Path
 from types import TracebackType
 
 from lernie_ref.core.errors import AdoptError, LockError, debug_quote, io_text
+from lernie_ref.core.vocab import LOCK_FD_ENV
 
-LOCK_FD_ENV = "LERNIE_LOCK_FD"
 I32_MIN, I32_MAX = -(2**31), 2**31 - 1
 
 

@@ -21,30 +21,20 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
-from lernie_ref.core.actor import Actor, Point
+from lernie_ref.core.actor import Actor, Passed
 from lernie_ref.core.entry import Block, entry_blocks, render_model_entry, render_tool_entry
-from lernie_ref.core.errors import GitOpError, LernieError, TranscriptError, debug_quote, io_text
+from lernie_ref.core.errors import (
+    GitOpError,
+    LernieError,
+    ReservedModelId,
+    TranscriptError,
+    io_text,
+)
 from lernie_ref.core.frontmatter import parse_u32, seq_text
+from lernie_ref.core.vocab import MESSAGES_DIR, TOOL_ORIGIN, Point, Role
 from lernie_ref.reply_debt import read_entries
 from lernie_ref.substrate.gitrun import GitRunner
-
-MESSAGES_DIR = "messages"
-TOOL_ORIGIN = "tool"
-"""R-TR-1: the one reserved ``.json`` origin: a tool result, never model output."""
-
-Role = Literal["user", "assistant", "tool"]
-
-
-class ReservedModelId(LernieError):
-    """A model adapter named ``tool`` would write entries that read as tool results."""
-
-    def __init__(self, model_id: str) -> None:
-        super().__init__(
-            f"model id {debug_quote(model_id)} collides with the reserved transcript origin "
-            "token `tool` (ARCH §2.3); rename the model row"
-        )
 
 
 @dataclass(frozen=True)
@@ -148,6 +138,11 @@ def wire_messages(entries: Sequence[TranscriptEntry]) -> list[WireMessage]:
     return out
 
 
+def history_of(entries: Sequence[TranscriptEntry]) -> list[tuple[Role, Sequence[Block]]]:
+    """R-TR-5: the history the warrant (R-STEP-3) is decided over, as plain values."""
+    return [(m.role, m.content) for m in wire_messages(entries)]
+
+
 def _git(git: GitRunner, worktree: Path, op: str, args: Sequence[str]) -> None:
     try:
         git.run(worktree, args)
@@ -184,10 +179,10 @@ def write_entry_actor(
     messages_dir(worktree).mkdir(parents=True, exist_ok=True)
     staging.write_bytes(data)
     os.rename(staging, messages_dir(worktree) / name)
-    yield Point("transcript.renamed", agent_id, name)
+    yield Passed(Point.TRANSCRIPT_RENAMED, agent_id, name)
     paths = None if origin == TOOL_ORIGIN else [f"{MESSAGES_DIR}/{name}"]
     commit(git, worktree, paths, commit_subject(seq, origin, agent_id), op="transcript")
-    yield Point("transcript.committed", agent_id, name)
+    yield Passed(Point.TRANSCRIPT_COMMITTED, agent_id, name)
     return TranscriptEntry(seq, origin, False, name, data)
 
 

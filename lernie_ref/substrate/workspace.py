@@ -30,19 +30,20 @@ from lernie_ref.core.ids import (
     mint_root_id,
     require_agent_id,
 )
+from lernie_ref.core.vocab import (
+    AGENT_REF_PREFIX,
+    AGENTS_DIR,
+    CHILD_ROLE,
+    CONFIG_BRANCH,
+    DRIVER_LOG,
+    GOAL_FILE,
+    INBOX_DIR,
+    MARK_REF_PREFIX,
+    NAME_FILE,
+    REPO_DIR,
+    STEPS_DIR,
+)
 from lernie_ref.substrate.gitrun import GitRunner, SubprocessGit
-
-REPO_DIR = "repo.git"
-INBOX_DIR = "inbox"
-STEPS_DIR = "steps"
-AGENTS_DIR = "agents"
-DRIVER_LOG = "driver.log"
-AGENT_REF_PREFIX = "refs/heads/agents/"
-MARK_REF_PREFIX = "refs/lernie/"
-CONFIG_BRANCH = "config/default"
-GOAL_FILE = "goal.md"
-NAME_FILE = "name"
-CHILD_ROLE = "worker"
 
 # A repo-local identity so commits work on a machine with no global git identity.
 _IDENTITY = (

@@ -34,7 +34,7 @@ from lernie_ref import inbox, reply, reply_debt
 from lernie_ref.actors import release
 from lernie_ref.core import entry, frontmatter, ids, warrant
 from lernie_ref.core.errors import NotAnAgentId
-from lernie_ref.substrate.transcript import Role
+from lernie_ref.core.vocab import Role
 
 STAMP = "2026-01-01T00:00:00Z"
 

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from contracts import bounded
 from lernie_ref import inbox, reply, reply_debt
-from lernie_ref.core import frontmatter, ids, warrant
+from lernie_ref.core import frontmatter, ids, vocab, warrant
 from lernie_ref.core.entry import Block
 from lernie_ref.substrate import transcript
 
@@ -307,7 +307,7 @@ def spec_unanswered(codes: list[tuple[int, int, int]]) -> list[str]:
 
 
 def prop_unanswered_tail(codes: list[tuple[int, int, int]]) -> None:
-    wire = cast(list[tuple[transcript.Role, Sequence[Block]]], bounded.wire(codes))
+    wire = cast(list[tuple[vocab.Role, Sequence[Block]]], bounded.wire(codes))
     assert warrant.unanswered_tail(wire) == spec_unanswered(codes)
 
 

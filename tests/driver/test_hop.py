@@ -8,11 +8,12 @@ import time
 import pytest
 
 from lernie_ref.actors.drain import drain_actor
-from lernie_ref.actors.hop import Outcome, UnpairedToolUse, hop_actor
-from lernie_ref.adapters import ModelError, ModelReply, ModelRequest
+from lernie_ref.actors.hop import Outcome, hop_actor
+from lernie_ref.adapters import ModelReply, ModelRequest
 from lernie_ref.core.actor import Stepper, run
+from lernie_ref.core.clock import SystemClock
 from lernie_ref.core.entry import render_model_entry
-from lernie_ref.core.errors import LernieError
+from lernie_ref.core.errors import LernieError, ModelError, UnpairedToolUse
 from lernie_ref.inbox import Epitaph, cli_dispatch, cli_message, cli_prompt, deposit
 from lernie_ref.substrate.config import Config
 from lernie_ref.substrate.lock import try_acquire
@@ -311,7 +312,7 @@ def test_r_term_6_a_stopped_root_is_recorded_at_rest_not_dead(ws: Workspace) -> 
     assert names(ws, root) == ["001-user.md"]  # the prompt waits, unanswered
     assert ws.has_mark("stopped", root)
     for _ in range(2):
-        report = scan(ws, RecordingLauncher())
+        report = scan(ws, RecordingLauncher(), SystemClock())
         assert report.silent_deaths == [] and report.swept == []
     (row,) = status(ws)
     assert (row.last_epitaph, row.died_mid_work) == ("stopped", False)

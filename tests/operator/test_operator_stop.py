@@ -15,12 +15,11 @@ import subprocess
 import pytest
 from opkit import spawn_holder, wait_for
 
+from lernie_ref.core.errors import BranchMissing, SelfGroup
 from lernie_ref.inbox import RecordingLauncher, cli_dispatch, cli_prompt
 from lernie_ref.operator.stop import (
-    BranchMissing,
     Holder,
     LockLine,
-    SelfGroup,
     confirm,
     discover,
     is_descendant_or_self,

@@ -164,13 +164,11 @@ class GitOpError(LernieError):
 def io_text(err: OSError) -> str:
     """Render an OS error as Rust's ``io::Error`` Display: ``Permission denied (os error 13)``.
 
-    Errors without an errno (rare: raised by Python itself) fall back to ``str(err)``.
+    Errors without an errno or text (rare: raised by Python itself) fall back to ``str(err)``.
     """
-    if err.errno is None:
+    if err.errno is None or not err.strerror:
         return str(err)
-    import os
-
-    return f"{err.strerror or os.strerror(err.errno)} (os error {err.errno})"
+    return f"{err.strerror} (os error {err.errno})"
 
 
 class EntryError(LernieError):

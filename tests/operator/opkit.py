@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from lernie_ref.inbox import Launcher, RecordingLauncher, pending
 from lernie_ref.substrate.config import Config
 from lernie_ref.substrate.lock import LOCK_FD_ENV
 from lernie_ref.substrate.workspace import Workspace
+from lernie_ref.testing import poll
 
 
 def deps(
@@ -168,8 +168,4 @@ def spawn_holder(
 
 def wait_for(predicate: Callable[[], bool], what: str, timeout: float = 120.0) -> None:
     """Poll ``predicate`` with a generous timeout (a wait for a state, never a timing claim)."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
+    poll(predicate, timeout=timeout, what=what)

@@ -37,8 +37,8 @@ def main() -> int:
     parser.add_argument("-n", type=int, default=30, help="runs per command (default 30)")
     args = parser.parse_args()
 
-    from lernie_ref.lock import try_acquire
-    from lernie_ref.workspace import create_workspace
+    from lernie_ref.substrate.lock import try_acquire
+    from lernie_ref.substrate.workspace import create_workspace
 
     env = {k: v for k, v in os.environ.items() if k != "LERNIE_CONV_BRANCH"}
     with tempfile.TemporaryDirectory() as tmp:

@@ -11,11 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from lernie_ref.frontmatter import terminal_ref_of
-from lernie_ref.ids import USER_SENDER, parent_of
+from lernie_ref.core.frontmatter import terminal_ref_of
+from lernie_ref.core.ids import parent_of
+from lernie_ref.core.vocab import USER_SENDER, Epitaph
 from lernie_ref.reply_debt import Entry, owes_a_reply, read_entries, read_text
-
-FINAL_RESPONSE = "final-response"
 
 
 def last_prompter(entries: Sequence[Entry], agent_id: str) -> str | None:
@@ -33,7 +32,7 @@ def last_prompter(entries: Sequence[Entry], agent_id: str) -> str | None:
 
 def recipient(worktree: Path, agent_id: str, epitaph: str) -> str | None:
     """R-ADDR-1/3: where this terminal event's result goes; ``None`` = no deposit, no revival."""
-    if str(epitaph) != FINAL_RESPONSE:
+    if str(epitaph) != Epitaph.FINAL_RESPONSE:
         return parent_of(agent_id)
     entries = read_entries(worktree)
     if not owes_a_reply(entries, agent_id):

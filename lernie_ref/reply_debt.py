@@ -13,66 +13,15 @@ Evidence that cannot be read is an error, never "owes nothing".
 
 from __future__ import annotations
 
-import os
+__all__ = ["Entry", "owes_a_reply", "read_bytes", "read_entries", "read_text"]
+
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
 
-from lernie_ref.entry import entry_blocks, has_tool_use
-from lernie_ref.errors import EntryError, TranscriptError, io_text
-from lernie_ref.frontmatter import own_result_ref, parse_entry_name, terminal_ref_of
-
-MESSAGES_DIR = "messages"
-TOOL_ORIGIN = "tool"
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One transcript entry (R-TR-1): ``delivered`` for ``.md``, else the agent's own ``.json``."""
-
-    seq: int
-    origin: str
-    delivered: bool
-    path: Path
-
-
-def read_entries(worktree: Path) -> list[Entry]:
-    """R-DEBT-1: every legible entry of ``<worktree>/messages/``, newest first.
-
-    A missing directory is an empty transcript; a ``messages`` that is not a
-    directory, or cannot be listed, raises :class:`TranscriptError`.
-    """
-    directory = Path(worktree) / MESSAGES_DIR
-    try:
-        names = os.listdir(directory)
-    except FileNotFoundError:
-        return []
-    except OSError as exc:
-        raise TranscriptError(f"read transcript {directory}: {io_text(exc)}") from None
-    out: list[Entry] = []
-    for name in names:
-        parsed = parse_entry_name(name)
-        if parsed is not None:
-            seq, origin, delivered = parsed
-            out.append(Entry(seq, origin, delivered, directory / name))
-    out.sort(key=lambda e: (e.seq, e.origin, e.delivered), reverse=True)
-    return out
-
-
-def read_bytes(entry: Entry) -> bytes:
-    try:
-        return entry.path.read_bytes()
-    except OSError as exc:
-        raise TranscriptError(f"read transcript entry {entry.path}: {io_text(exc)}") from None
-
-
-def read_text(entry: Entry) -> str:
-    """The entry's text; unreadable or non-UTF-8 → :class:`TranscriptError`."""
-    data = read_bytes(entry)
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise TranscriptError(f"transcript entry {entry.path} is not UTF-8 text") from None
+from lernie_ref.core.entry import entry_blocks, has_tool_use
+from lernie_ref.core.errors import EntryError, TranscriptError
+from lernie_ref.core.frontmatter import own_result_ref, terminal_ref_of
+from lernie_ref.core.vocab import TOOL_ORIGIN
+from lernie_ref.substrate.transcript import Entry, read_bytes, read_entries, read_text
 
 
 def is_terminal_response(entry: Entry) -> bool:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from lernie_ref.clock import FixedClock
-from lernie_ref.workspace import Workspace, create_workspace
+from lernie_ref.core.clock import FixedClock
+from lernie_ref.substrate.workspace import Workspace, create_workspace
 
 # 2026-07-11T00:00:00Z, the instant of upstream's deposit fixtures.
 FIXTURE_NS = 1_783_728_000 * 1_000_000_000

@@ -38,11 +38,11 @@ ROOT = Path(__file__).resolve().parent.parent
 PLUGIN = ROOT / "tools" / "crosshair_plugin.py"
 
 MODULES = {
-    "lernie_ref.ids": (ROOT / "lernie_ref" / "ids.py", "PEP316"),
-    "lernie_ref.frontmatter": (ROOT / "lernie_ref" / "frontmatter.py", "PEP316"),
-    "lernie_ref.warrant": (ROOT / "lernie_ref" / "warrant.py", "PEP316"),
-    "lernie_ref.release": (ROOT / "lernie_ref" / "release.py", "PEP316"),
-    "lernie_ref.drain": (ROOT / "lernie_ref" / "drain.py", "PEP316"),
+    "lernie_ref.core.ids": (ROOT / "lernie_ref" / "core" / "ids.py", "PEP316"),
+    "lernie_ref.core.frontmatter": (ROOT / "lernie_ref" / "core" / "frontmatter.py", "PEP316"),
+    "lernie_ref.core.warrant": (ROOT / "lernie_ref" / "core" / "warrant.py", "PEP316"),
+    "lernie_ref.actors.release": (ROOT / "lernie_ref" / "actors" / "release.py", "PEP316"),
+    "lernie_ref.actors.drain": (ROOT / "lernie_ref" / "actors" / "drain.py", "PEP316"),
     "contracts.bounded": (ROOT / "tests" / "contracts" / "bounded.py", "asserts"),
 }
 """Modules CI checks, with the contract kind: PEP 316 contracts on the implementation, and
@@ -50,8 +50,8 @@ the ``asserts``-style proof harnesses under ``tests/`` (``contracts.*``), which 
 code with no callee contract assumed."""
 
 HARNESSED = {
-    "lernie_ref.warrant.warrant_of": "contracts.bounded.warrant_slots",
-    "lernie_ref.warrant.unanswered_tail": "tests/contracts/test_pure_properties.py",
+    "lernie_ref.core.warrant.warrant_of": "contracts.bounded.warrant_slots",
+    "lernie_ref.core.warrant.unanswered_tail": "tests/contracts/test_pure_properties.py",
 }
 """Contracted functions CrossHair cannot call symbolically (it cannot build the
 ``Literal`` role of a wire history), with where their rule is checked instead."""

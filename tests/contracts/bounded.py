@@ -30,9 +30,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
 
-from lernie_ref import entry, frontmatter, ids, inbox, release, reply, reply_debt, warrant
-from lernie_ref.errors import NotAnAgentId
-from lernie_ref.transcript import Role
+from lernie_ref import inbox, reply, reply_debt
+from lernie_ref.actors import release
+from lernie_ref.core import entry, frontmatter, ids, warrant
+from lernie_ref.core.errors import NotAnAgentId
+from lernie_ref.core.vocab import Role
 
 STAMP = "2026-01-01T00:00:00Z"
 

@@ -23,8 +23,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contracts import bounded
-from lernie_ref import frontmatter, ids, inbox, reply, reply_debt, transcript, warrant
-from lernie_ref.entry import Block
+from lernie_ref import inbox, reply, reply_debt
+from lernie_ref.core import frontmatter, ids, vocab, warrant
+from lernie_ref.core.entry import Block
+from lernie_ref.substrate import transcript
 
 F = TypeVar("F", bound=Callable[..., None])
 Test = Callable[..., None]
@@ -305,7 +307,7 @@ def spec_unanswered(codes: list[tuple[int, int, int]]) -> list[str]:
 
 
 def prop_unanswered_tail(codes: list[tuple[int, int, int]]) -> None:
-    wire = cast(list[tuple[transcript.Role, Sequence[Block]]], bounded.wire(codes))
+    wire = cast(list[tuple[vocab.Role, Sequence[Block]]], bounded.wire(codes))
     assert warrant.unanswered_tail(wire) == spec_unanswered(codes)
 
 

@@ -18,9 +18,9 @@ from pathlib import Path
 from conftest import run_cli, wait_quiescent
 
 from lernie_ref.inbox import RecordingLauncher, cli_prompt
-from lernie_ref.lock import successor_env, try_acquire
-from lernie_ref.wait import final_response
-from lernie_ref.workspace import Workspace
+from lernie_ref.operator.wait import final_response
+from lernie_ref.substrate.lock import successor_env, try_acquire
+from lernie_ref.substrate.workspace import Workspace
 
 from .util import driver_pids, entries, inbox_names, lock_is_free, names, poll, subjects
 
@@ -313,7 +313,7 @@ def test_r_log_1_log_prints_the_transcript(ws: Workspace) -> None:
 
 
 def test_r_step_3_unpaired_via_cli_one_line_exit_1_lease_released(ws: Workspace) -> None:
-    from lernie_ref.entry import render_model_entry
+    from lernie_ref.core.entry import render_model_entry
 
     root = cli_prompt(ws, "x", "", RecordingLauncher())
     assert run_cli(["advance", str(ws.root), root]).returncode == 0

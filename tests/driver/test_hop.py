@@ -7,16 +7,17 @@ import time
 
 import pytest
 
-from lernie_ref.actor import Stepper, run
-from lernie_ref.config import Config
-from lernie_ref.drain import drain_actor
-from lernie_ref.entry import render_model_entry
-from lernie_ref.errors import LernieError
-from lernie_ref.hop import Outcome, UnpairedToolUse, hop_actor
+from lernie_ref.actors.drain import drain_actor
+from lernie_ref.actors.hop import Outcome, hop_actor
+from lernie_ref.adapters import ModelReply, ModelRequest
+from lernie_ref.core.actor import Stepper, run
+from lernie_ref.core.clock import SystemClock
+from lernie_ref.core.entry import render_model_entry
+from lernie_ref.core.errors import LernieError, ModelError, UnpairedToolUse
 from lernie_ref.inbox import Epitaph, cli_dispatch, cli_message, cli_prompt, deposit
-from lernie_ref.lock import try_acquire
-from lernie_ref.models import ModelError, ModelReply, ModelRequest
-from lernie_ref.workspace import Workspace
+from lernie_ref.substrate.config import Config
+from lernie_ref.substrate.lock import try_acquire
+from lernie_ref.substrate.workspace import Workspace
 
 from .util import Inline, entries, inbox_names, lock_is_free, names, subjects, worktree_clean
 
@@ -299,9 +300,9 @@ def test_r_drain_7_unreadable_deposit_fails_the_hop_and_stays_in_the_inbox(ws: W
 def test_r_term_6_a_stopped_root_is_recorded_at_rest_not_dead(ws: Workspace) -> None:
     """R-TERM-6, D-19: a root has no parent to tell; its stop mark keeps scan and status
     from reading the deliberate stop as a silent death, on every later scan."""
+    from lernie_ref.actors.sweep import scan
     from lernie_ref.inbox import RecordingLauncher
-    from lernie_ref.scan import scan
-    from lernie_ref.status import status
+    from lernie_ref.operator.status import status
 
     inline = Inline(ws)
     root = cli_prompt(ws, "slow question", "", inline.launcher)
@@ -311,7 +312,7 @@ def test_r_term_6_a_stopped_root_is_recorded_at_rest_not_dead(ws: Workspace) -> 
     assert names(ws, root) == ["001-user.md"]  # the prompt waits, unanswered
     assert ws.has_mark("stopped", root)
     for _ in range(2):
-        report = scan(ws, RecordingLauncher())
+        report = scan(ws, RecordingLauncher(), SystemClock())
         assert report.silent_deaths == [] and report.swept == []
     (row,) = status(ws)
     assert (row.last_epitaph, row.died_mid_work) == ("stopped", False)

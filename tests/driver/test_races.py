@@ -18,9 +18,11 @@ from collections.abc import Callable
 
 import pytest
 
-from lernie_ref import release, reply
-from lernie_ref.actor import Stepper, run
-from lernie_ref.hop import Outcome, hop_actor
+from lernie_ref import reply
+from lernie_ref.actors import release
+from lernie_ref.actors.hop import Outcome, hop_actor
+from lernie_ref.core.actor import Stepper, run
+from lernie_ref.core.clock import SystemClock
 from lernie_ref.inbox import (
     ProbeOutcome,
     cli_dispatch,
@@ -29,7 +31,7 @@ from lernie_ref.inbox import (
     deposit_actor,
     probe_actor,
 )
-from lernie_ref.workspace import Workspace
+from lernie_ref.substrate.workspace import Workspace
 
 from .util import Inline, entries, inbox_names, lock_is_free, names, subjects, worktree_clean
 
@@ -44,7 +46,7 @@ def _quiet_root(ws: Workspace, inline: Inline) -> str:
 def _race_deposit_between_last_read_and_release(ws: Workspace, inline: Inline, root: str) -> None:
     hop = Stepper(hop_actor(ws, root, {}, inline.deps))
     hop.run_to("drain.listed")  # the hop's one read of the inbox: empty
-    writer = Stepper(deposit_actor(ws.root, root, "user", "late news", None))
+    writer = Stepper(deposit_actor(ws.root, root, "user", "late news", SystemClock()))
     writer.finish()
     probe = Stepper(probe_actor(ws.root, root, inline.launcher))
     assert probe.finish() is ProbeOutcome.BUSY  # the driver still holds the lock
@@ -231,7 +233,7 @@ def test_r_lock_3_in_process_baton_keeps_the_lease_between_hops(ws: Workspace) -
     result = run(hop_actor(ws, root, {}, inline.deps))
     assert result.outcome is Outcome.TOOLS_RAN and result.lock is not None
     assert not lock_is_free(ws, root)  # still held, handed to the successor
-    from lernie_ref.lock import successor_env
+    from lernie_ref.substrate.lock import successor_env
 
     env = successor_env(result.lock, {})
     assert not lock_is_free(ws, root)
@@ -256,7 +258,7 @@ def test_r_rel_1_a_stopping_driver_completes_the_launch_of_mail_that_raced_it(
     hop = Stepper(hop_actor(ws, root, {}, inline.deps))
     hop.run_to("hop.warrant")  # drained the prompt; a model call is due
     inline.stop = True
-    Stepper(deposit_actor(ws.root, root, "user", "second", None)).finish()
+    Stepper(deposit_actor(ws.root, root, "user", "second", SystemClock())).finish()
     assert Stepper(probe_actor(ws.root, root, inline.launcher)).finish() is ProbeOutcome.BUSY
     result = hop.finish()
     assert result.outcome is Outcome.TERMINAL and result.recipient is None
@@ -294,7 +296,7 @@ def _writer_at_every_hop_point(
                 break
         if point is None:
             return outcomes
-        Stepper(deposit_actor(ws.root, root, "user", "late", None)).finish()
+        Stepper(deposit_actor(ws.root, root, "user", "late", SystemClock())).finish()
         Stepper(probe_actor(ws.root, root, inline.launcher)).finish()
         inline.successors(root, hop.finish())
         assert inline.settle()

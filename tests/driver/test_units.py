@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lernie_ref.entry import render_model_entry, render_tool_entry, text_block, tool_result_block
-from lernie_ref.models import (
+from lernie_ref.adapters import (
     ModelError,
     ModelRequest,
     ScriptedModel,
@@ -16,7 +15,15 @@ from lernie_ref.models import (
     parse_script,
     select_model,
 )
-from lernie_ref.transcript import (
+from lernie_ref.cli.log import render_entry
+from lernie_ref.core.entry import (
+    render_model_entry,
+    render_tool_entry,
+    text_block,
+    tool_result_block,
+)
+from lernie_ref.core.warrant import Warrant, unanswered_tail, warrant_of
+from lernie_ref.substrate.transcript import (
     TranscriptEntry,
     commit_subject,
     entry_name,
@@ -24,8 +31,6 @@ from lernie_ref.transcript import (
     next_seq,
     wire_messages,
 )
-from lernie_ref.verbs.log import render_entry
-from lernie_ref.warrant import Warrant, unanswered_tail, warrant_of
 
 USE: dict[str, object] = {"type": "tool_use", "id": "t1", "name": "message", "input": {}}
 RESULT = tool_result_block("t1", "ok", False)

@@ -5,11 +5,18 @@ from __future__ import annotations
 import pytest
 from conftest import wait_quiescent
 
-from lernie_ref.inbox import RecordingLauncher, cli_dispatch, cli_prompt, deposit_result
-from lernie_ref.lock import try_acquire
-from lernie_ref.wait import WaitTimeout, held_flocks, observe, proc_locks_usable, tree_of
-from lernie_ref.wait import wait_quiescent as wait_tree
-from lernie_ref.workspace import Workspace
+from lernie_ref.core.errors import WaitTimeout
+from lernie_ref.inbox import (
+    AdvanceLauncher,
+    RecordingLauncher,
+    cli_dispatch,
+    cli_prompt,
+    deposit_result,
+)
+from lernie_ref.operator.wait import held_flocks, observe, proc_locks_usable, tree_of
+from lernie_ref.operator.wait import wait_quiescent as wait_tree
+from lernie_ref.substrate.lock import try_acquire
+from lernie_ref.substrate.workspace import Workspace
 
 from .util import Inline, names, poll
 
@@ -35,7 +42,7 @@ def test_a_held_lock_or_warranted_mail_is_not_quiescent(
     assert not any(p.name.startswith(".wait-") for p in ws.steps_root.iterdir())
 
     def state() -> tuple[list[str], list[str]]:
-        seen = observe(ws, root, held_flocks() if via_proc_locks else None)
+        seen = observe(ws, root, held_flocks() if via_proc_locks else None, AdvanceLauncher())
         return seen.running, seen.pending
 
     assert state() == ([], [])
@@ -53,12 +60,12 @@ def test_a_held_lock_or_warranted_mail_is_not_quiescent(
 def test_probe_fallback_completes_the_launch_it_may_have_deferred(ws: Workspace) -> None:
     launcher = RecordingLauncher()  # deposits the prompt, starts no driver
     root = cli_prompt(ws, "hello", "", launcher)
-    state = observe(ws, root, None)
+    state = observe(ws, root, None, AdvanceLauncher())
     assert state.pending == [root]
     poll(lambda: len(names(ws, root)) == 2, what="the driver the observer launched")
     wait_quiescent(ws)
     assert names(ws, root) == ["001-user.md", "002-scripted.json"]
-    assert observe(ws, root, None).settled
+    assert observe(ws, root, None, AdvanceLauncher()).settled
 
 
 def test_wait_times_out_naming_the_waiting_mail(ws: Workspace) -> None:
@@ -71,6 +78,7 @@ def test_wait_times_out_naming_the_waiting_mail(ws: Workspace) -> None:
             ws,
             root,
             1.0,
+            AdvanceLauncher(),
             sleep=lambda s: None,
             monotonic=lambda: float(next(ticks)),
         )

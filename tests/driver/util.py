@@ -1,76 +1,20 @@
-"""Helpers for the driver tests: an in-process hop runner and transcript readers.
+"""Helpers for the driver tests: transcript readers (the in-process hop runner ``Inline``
+and ``poll`` come from :mod:`lernie_ref.testing`).
 
-``Inline`` runs the production hop actor in this process with a recording
-launcher: every launch is queued and run later, one hop at a time, and a hop
-that ran tools is succeeded by the next hop adopting the very same lease through
-``LERNIE_LOCK_FD`` (``successor_env`` + ``take_lease``), which is the baton
-without the ``execve``. It lets a test monkeypatch protocol functions (the
-seeded historic bugs) and bound the number of hops.
 """
 
 from __future__ import annotations
 
 import os
-import time
-from collections.abc import Callable
 from pathlib import Path
 
-from lernie_ref.actor import run
-from lernie_ref.clock import Clock, SystemClock
-from lernie_ref.config import Config
-from lernie_ref.hop import HopDeps, HopResult, Outcome, hop_actor
-from lernie_ref.inbox import RecordingLauncher, pending
-from lernie_ref.lock import successor_env, try_acquire
-from lernie_ref.models import ModelAdapter, ScriptedModel
-from lernie_ref.transcript import TranscriptEntry, load
-from lernie_ref.workspace import Workspace
+from lernie_ref.inbox import pending
+from lernie_ref.substrate.lock import try_acquire
+from lernie_ref.substrate.transcript import TranscriptEntry, load
+from lernie_ref.substrate.workspace import Workspace
+from lernie_ref.testing import Inline, poll
 
-
-class Inline:
-    def __init__(
-        self,
-        ws: Workspace,
-        *,
-        model: ModelAdapter | None = None,
-        config: Config | None = None,
-        clock: Clock | None = None,
-    ) -> None:
-        self.ws = ws
-        self.launcher = RecordingLauncher()
-        self.stop = False
-        self.hops: list[str] = []
-        self.deps = HopDeps(
-            model=model or ScriptedModel(),
-            launcher=self.launcher,
-            clock=clock or SystemClock(),
-            config=config or Config(),
-            stop_requested=lambda: self.stop,
-        )
-
-    def hop(self, agent: str) -> HopResult:
-        """One ``lernie advance`` including its exec'd successors (after its existence guard)."""
-        self.ws.require_agent(agent, "a hop drives an existing agent")
-        result = run(hop_actor(self.ws, agent, {}, self.deps))
-        self.hops.append(agent)
-        return self.successors(agent, result)
-
-    def successors(self, agent: str, result: HopResult) -> HopResult:
-        """Run the exec'd successor hops of a hop that ran tools, adopting its lease."""
-        while result.outcome is Outcome.TOOLS_RAN:
-            assert result.lock is not None
-            env = successor_env(result.lock, {})
-            result = run(hop_actor(self.ws, agent, env, self.deps))
-            self.hops.append(agent)
-        return result
-
-    def settle(self, max_hops: int = 200) -> bool:
-        """Run queued launches until none is left (True) or ``max_hops`` hops ran (False)."""
-        while self.launcher.launches:
-            if len(self.hops) >= max_hops:
-                return False
-            _, agent = self.launcher.launches.pop(0)
-            self.hop(agent)
-        return True
+__all__ = ["Inline", "poll"]
 
 
 def entries(ws: Workspace, agent: str) -> list[TranscriptEntry]:
@@ -101,15 +45,6 @@ def lock_is_free(ws: Workspace, agent: str) -> bool:
 def worktree_clean(ws: Workspace, agent: str) -> bool:
     status = ws.git.run(ws.worktree(agent), ["status", "--porcelain"]).stdout
     return status.strip() == ""
-
-
-def poll(predicate: Callable[[], bool], timeout: float = 60.0, what: str = "condition") -> None:
-    """Wait (generously) for ``predicate``; fails only when it never holds."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 def driver_pids(ws: Workspace, agent: str) -> list[int]:

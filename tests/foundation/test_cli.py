@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from conftest import run_cli, wait_quiescent
 
-from lernie_ref.clock import FixedClock
-from lernie_ref.lock import try_acquire
-from lernie_ref.workspace import Workspace
+from lernie_ref.core.clock import FixedClock
+from lernie_ref.substrate.lock import try_acquire
+from lernie_ref.substrate.workspace import Workspace
 
 from .util import add_child, add_root, snapshot
 
@@ -455,8 +455,9 @@ class Quiet:
 inbox.AdvanceLauncher = Quiet
 from lernie_ref.cli import main
 assert main(["message", sys.argv[1], sys.argv[2], "hi"]) == 0
-heavy = {"json", "tomllib", "lernie_ref.entry", "lernie_ref.config", "lernie_ref.reply_debt",
-         "lernie_ref.hop", "lernie_ref.drain", "lernie_ref.models", "lernie_ref.tools"}
+heavy = {"json", "tomllib", "lernie_ref.core.entry", "lernie_ref.substrate.config",
+         "lernie_ref.reply_debt", "lernie_ref.actors.hop", "lernie_ref.actors.drain",
+         "lernie_ref.adapters", "lernie_ref.actors.tools"}
 print(sorted(heavy & set(sys.modules)))
 """
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from lernie_ref.config import CONFIG_FILE, Config, load, write_default
-from lernie_ref.errors import ConfigError
-from lernie_ref.workspace import Workspace
+from lernie_ref.core.errors import ConfigError
+from lernie_ref.substrate.config import CONFIG_FILE, Config, load, write_default
+from lernie_ref.substrate.workspace import Workspace
 
 
 def test_new_workspace_has_the_default_config(ws: Workspace) -> None:

@@ -9,10 +9,10 @@ import sys
 import pytest
 
 from lernie_ref import inbox
-from lernie_ref.actor import Stepper
-from lernie_ref.clock import FixedClock
-from lernie_ref.errors import DepositError, NotAnAgentId, NotASender
-from lernie_ref.frontmatter import sender_of
+from lernie_ref.core.actor import Stepper
+from lernie_ref.core.clock import FixedClock
+from lernie_ref.core.errors import DepositError, NotAnAgentId, NotASender
+from lernie_ref.core.frontmatter import sender_of
 from lernie_ref.inbox import (
     Epitaph,
     deposit,
@@ -22,7 +22,7 @@ from lernie_ref.inbox import (
     inbox_dir,
     pending,
 )
-from lernie_ref.workspace import Workspace
+from lernie_ref.substrate.workspace import Workspace
 
 from .util import add_child, add_root, snapshot
 

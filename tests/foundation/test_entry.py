@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lernie_ref.entry import (
+from lernie_ref.core.entry import (
     entry_blocks,
     has_tool_use,
     render_model_entry,
@@ -17,7 +17,7 @@ from lernie_ref.entry import (
     tool_use_block,
     tool_use_ids,
 )
-from lernie_ref.errors import EntryError
+from lernie_ref.core.errors import EntryError
 
 
 def test_r_tr_4_model_entry_is_compact_without_usage() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lernie_ref.frontmatter import (
+from lernie_ref.core.frontmatter import (
     deposit_name,
     deposit_warrants_launch,
     next_sequence,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lernie_ref.frontmatter import (
+from lernie_ref.core.frontmatter import (
     U32_MAX,
     deposit_name,
     next_sequence,
@@ -19,7 +19,7 @@ from lernie_ref.frontmatter import (
     split_frontmatter,
     terminal_ref_of,
 )
-from lernie_ref.ids import is_agent_id
+from lernie_ref.core.ids import is_agent_id
 
 ISO = "2026-07-11T00:00:00Z"
 senders = st.text(min_size=1, max_size=30).filter(lambda s: is_agent_id(s) and s[0] != ".")

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from lernie_ref import inbox
-from lernie_ref.errors import LaunchError
+from lernie_ref.core.errors import LaunchError
 from lernie_ref.inbox import AdvanceLauncher
+from lernie_ref.substrate import launcher
 
 DRIVER = r"""
 import json, os, sys
@@ -79,11 +79,11 @@ def test_r_launch_2_detached_driver_for_real(
 
 def test_r_launch_2_a_log_that_cannot_be_opened_declines_the_launch(tmp_path: Path) -> None:
     (tmp_path / "steps" / "A-1" / "driver.log").mkdir(parents=True)
-    before = {id(p) for p in inbox._LAUNCHED}
+    before = {id(p) for p in launcher._LAUNCHED}
     with pytest.raises(LaunchError) as caught:
         AdvanceLauncher(argv_prefix=[sys.executable, "-c", "pass"]).launch(tmp_path, "A-1")
     assert str(caught.value) == "Is a directory (os error 21)"
-    assert {id(p) for p in inbox._LAUNCHED} <= before  # nothing was spawned
+    assert {id(p) for p in launcher._LAUNCHED} <= before  # nothing was spawned
 
 
 def test_r_launch_2_a_program_that_cannot_start_is_an_error(tmp_path: Path) -> None:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from lernie_ref.errors import AdoptError, LockError
+from lernie_ref.core.errors import AdoptError, LockError
 from lernie_ref.inbox import ProbeOutcome, RecordingLauncher, inbox_dir, probe_and_launch
-from lernie_ref.lock import (
+from lernie_ref.substrate.lock import (
     LOCK_FD_ENV,
     ExecutorLock,
     adopt,
@@ -196,7 +196,7 @@ def test_r_lock_4_take_lease_adopts_when_the_variable_is_present_even_empty(
 SUCCESSOR = """
 import os, sys
 from pathlib import Path
-from lernie_ref.lock import take_lease, try_acquire
+from lernie_ref.substrate.lock import take_lease, try_acquire
 box = Path(sys.argv[1])
 lease = take_lease(os.environ, box)
 print("adopted" if lease is not None else "none", flush=True)

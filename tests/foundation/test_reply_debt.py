@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from lernie_ref.entry import render_model_entry, text_block, tool_use_block
-from lernie_ref.errors import TranscriptError
-from lernie_ref.frontmatter import render_plain, render_result
+from lernie_ref.core.entry import render_model_entry, text_block, tool_use_block
+from lernie_ref.core.errors import TranscriptError
+from lernie_ref.core.frontmatter import render_plain, render_result
 from lernie_ref.reply import last_prompter, recipient
 from lernie_ref.reply_debt import Entry, owes_a_reply, read_entries
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from lernie_ref.clock import FixedClock
-from lernie_ref.errors import (
+from lernie_ref.core.clock import FixedClock
+from lernie_ref.core.errors import (
     AmbiguousName,
     NotAnAgentId,
     NotAWorkspace,
@@ -15,7 +15,7 @@ from lernie_ref.errors import (
     UnknownAgent,
     WorkspaceError,
 )
-from lernie_ref.ids import depth, parent_of
+from lernie_ref.core.ids import depth, parent_of
 from lernie_ref.inbox import (
     ProbeOutcome,
     RecordingLauncher,
@@ -23,7 +23,7 @@ from lernie_ref.inbox import (
     cli_message,
     cli_prompt,
 )
-from lernie_ref.workspace import Workspace, create_workspace, require_workspace
+from lernie_ref.substrate.workspace import Workspace, create_workspace, require_workspace
 
 from .util import add_child, add_root, snapshot
 

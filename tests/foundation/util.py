@@ -6,8 +6,8 @@ import os
 import stat
 from pathlib import Path
 
-from lernie_ref.clock import FixedClock
-from lernie_ref.workspace import Workspace
+from lernie_ref.core.clock import FixedClock
+from lernie_ref.substrate.workspace import Workspace
 
 
 def add_root(ws: Workspace, clock: FixedClock, name: str = "", goal: str = "goal") -> str:

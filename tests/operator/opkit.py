@@ -12,19 +12,19 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from lernie_ref.actor import Stepper, run
-from lernie_ref.clock import SystemClock
-from lernie_ref.config import Config
-from lernie_ref.frontmatter import split_frontmatter, terminal_ref_of
-from lernie_ref.hop import HopDeps, HopResult, Outcome, hop_actor
+from lernie_ref.actors.hop import HopDeps, HopResult, Outcome, hop_actor
+from lernie_ref.adapters import ScriptedModel
+from lernie_ref.core.actor import Stepper, run
+from lernie_ref.core.clock import SystemClock
+from lernie_ref.core.frontmatter import split_frontmatter, terminal_ref_of
 from lernie_ref.inbox import Launcher, RecordingLauncher, pending
-from lernie_ref.lock import LOCK_FD_ENV
-from lernie_ref.models import ScriptedModel
-from lernie_ref.workspace import Workspace
+from lernie_ref.substrate.config import Config
+from lernie_ref.substrate.lock import LOCK_FD_ENV
+from lernie_ref.substrate.workspace import Workspace
+from lernie_ref.testing import poll
 
 
 def deps(
@@ -168,8 +168,4 @@ def spawn_holder(
 
 def wait_for(predicate: Callable[[], bool], what: str, timeout: float = 120.0) -> None:
     """Poll ``predicate`` with a generous timeout (a wait for a state, never a timing claim)."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
+    poll(predicate, timeout=timeout, what=what)

@@ -15,8 +15,8 @@ from conftest import run_cli, wait_quiescent
 from opkit import crash_at, drive, spawn_holder, tree_listing
 
 from lernie_ref.inbox import RecordingLauncher, cli_dispatch, cli_prompt, deposit
-from lernie_ref.status import HEADERS, status
-from lernie_ref.workspace import Workspace
+from lernie_ref.operator.status import HEADERS, status
+from lernie_ref.substrate.workspace import Workspace
 
 
 def one_line_failure(proc: subprocess.CompletedProcess[str], verb: str) -> str:

@@ -19,9 +19,9 @@ from conftest import run_cli, wait_quiescent
 from opkit import drive, mark, results_from, wait_for
 
 from lernie_ref.inbox import RecordingLauncher, cli_prompt, pending
+from lernie_ref.operator.stop import discover, is_gone, lock_holder_pids, stop
 from lernie_ref.reply_debt import read_entries
-from lernie_ref.stop import discover, is_gone, lock_holder_pids, stop
-from lernie_ref.workspace import Workspace
+from lernie_ref.substrate.workspace import Workspace
 
 QUIET = (
     "silent deaths: 0; died deposits swept: 0; drivers launched: 0; inboxes with no agent branch: 0"

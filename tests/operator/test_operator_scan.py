@@ -12,9 +12,11 @@ import json
 
 from opkit import crash_at, deps, drive, mark, results_from
 
-from lernie_ref.actor import Stepper, run
-from lernie_ref.clock import SystemClock
-from lernie_ref.hop import Outcome, hop_actor
+from lernie_ref.actors.hop import Outcome, hop_actor
+from lernie_ref.actors.sweep import Condition, ScanReport, condition_of, scan, scan_actor
+from lernie_ref.core.actor import Stepper, run
+from lernie_ref.core.clock import SystemClock
+from lernie_ref.core.warrant import Warrant
 from lernie_ref.inbox import (
     Epitaph,
     ProbeOutcome,
@@ -26,11 +28,9 @@ from lernie_ref.inbox import (
     deposit_result,
     pending,
 )
-from lernie_ref.lock import try_acquire
 from lernie_ref.reply_debt import read_entries
-from lernie_ref.scan import Condition, ScanReport, condition_of, scan, scan_actor
-from lernie_ref.warrant import Warrant
-from lernie_ref.workspace import Workspace
+from lernie_ref.substrate.lock import try_acquire
+from lernie_ref.substrate.workspace import Workspace
 
 QUIET = (
     "silent deaths: 0; died deposits swept: 0; drivers launched: 0; inboxes with no agent branch: 0"
@@ -103,7 +103,7 @@ def test_r_scan_5_died_before_the_model_call_gets_one_obituary_and_i15_idempoten
     crash_at(ws, child, "hop.warrant")
     tip = ws.branch_tip(child)
     rec = RecordingLauncher()
-    report = scan(ws, rec)
+    report = scan(ws, rec, SystemClock())
     assert report.silent_deaths == [child]
     assert report.swept == [child]
     assert died_results(ws, root, child) == [("died", tip)]
@@ -111,19 +111,19 @@ def test_r_scan_5_died_before_the_model_call_gets_one_obituary_and_i15_idempoten
     assert report.launched == [root]
     assert rec.launches == [(ws.root, root)]
 
-    again = scan(ws, RecordingLauncher())
+    again = scan(ws, RecordingLauncher(), SystemClock())
     assert again.swept == [] and again.silent_deaths == []
     assert died_results(ws, root, child) == [("died", tip)]
 
     drive(ws, root)  # the launched parent delivers the obituary
     assert pending(ws.inbox_dir(root)) == []
-    assert scan(ws, RecordingLauncher()).line() == QUIET
+    assert scan(ws, RecordingLauncher(), SystemClock()).line() == QUIET
 
 
 def test_r_scan_4_died_with_an_open_tool_window(ws: Workspace) -> None:
     root, child = family(ws, goal="@tools 1")
     crash_at(ws, child, "hop.assistant-committed")
-    report = scan(ws, RecordingLauncher())
+    report = scan(ws, RecordingLauncher(), SystemClock())
     assert report.swept == [child]
     assert died_results(ws, root, child) == [("died", ws.branch_tip(child))]
 
@@ -131,7 +131,7 @@ def test_r_scan_4_died_with_an_open_tool_window(ws: Workspace) -> None:
 def test_r_scan_4_died_between_tool_results_and_the_successor(ws: Workspace) -> None:
     root, child = family(ws, goal="@tools 1")
     crash_at(ws, child, "hop.tools-ran")
-    report = scan(ws, RecordingLauncher())
+    report = scan(ws, RecordingLauncher(), SystemClock())
     assert report.swept == [child]
     assert len(died_results(ws, root, child)) == 1
 
@@ -143,7 +143,7 @@ def test_r_scan_4_dead_child_with_pending_mail_is_flushed_not_obituarised(ws: Wo
     crash_at(ws, child, "hop.warrant")
     deposit(ws.root, child, "user", "still there?")
     rec = RecordingLauncher()
-    report = scan(ws, rec)
+    report = scan(ws, rec, SystemClock())
     assert report.silent_deaths == [] and results_from(ws, root, child) == []
     assert rec.launches == [(ws.root, child)]
 
@@ -151,13 +151,13 @@ def test_r_scan_4_dead_child_with_pending_mail_is_flushed_not_obituarised(ws: Wo
 def test_d_12_revived_and_dead_again_is_reported_again(ws: Workspace) -> None:
     root, child = family(ws)
     crash_at(ws, child, "hop.warrant")
-    scan(ws, RecordingLauncher())
+    scan(ws, RecordingLauncher(), SystemClock())
     first_tip = ws.branch_tip(child)
     deposit(ws.root, child, "user", "try again")
     crash_at(ws, child, "hop.warrant")
     second_tip = ws.branch_tip(child)
     assert second_tip != first_tip
-    report = scan(ws, RecordingLauncher())
+    report = scan(ws, RecordingLauncher(), SystemClock())
     assert report.swept == [child]
     assert died_results(ws, root, child) == [("died", first_tip), ("died", second_tip)]
 
@@ -166,7 +166,7 @@ def test_r_scan_1_a_dead_root_is_named_but_never_deposited_for(ws: Workspace) ->
     root = cli_prompt(ws, "work", "", RecordingLauncher())
     crash_at(ws, root, "hop.warrant")
     for _ in range(2):
-        report = scan(ws, RecordingLauncher())
+        report = scan(ws, RecordingLauncher(), SystemClock())
         assert report.silent_deaths == [root]
         assert report.swept == []
         assert sorted(p.name for p in ws.inbox_root.iterdir()) == [root]
@@ -179,7 +179,7 @@ def test_r_scan_1_missing_parent_makes_a_root_and_the_pass_goes_on(ws: Workspace
     crash_at(ws, child_a, "hop.warrant")
     crash_at(ws, child_b, "hop.warrant")
     ws.git.run(ws.repo_git, ["update-ref", "-d", f"refs/heads/agents/{root_a}"])
-    report = scan(ws, RecordingLauncher())
+    report = scan(ws, RecordingLauncher(), SystemClock())
     assert report.silent_deaths == sorted([child_a, child_b])
     assert report.swept == [child_b]
     assert results_from(ws, root_a, child_a) == []
@@ -192,7 +192,7 @@ def test_r_scan_1_a_live_executor_is_skipped(ws: Workspace) -> None:
     lock = try_acquire(ws.inbox_dir(child))
     assert lock is not None
     try:
-        report = scan(ws, RecordingLauncher())
+        report = scan(ws, RecordingLauncher(), SystemClock())
     finally:
         lock.release()
     assert report.driven == [child]
@@ -206,7 +206,7 @@ def test_d_10_fresh_child_that_has_not_run_is_not_dead(ws: Workspace) -> None:
     """Hazard 1: dispatched, goal pending, no driver yet: upstream deposits `died`."""
     root, child = family(ws)
     rec = RecordingLauncher()
-    report = scan(ws, rec)
+    report = scan(ws, rec, SystemClock())
     assert report.silent_deaths == [] and report.swept == []
     assert results_from(ws, root, child) == []
     assert mark(ws, "returned", child) is None
@@ -220,7 +220,7 @@ def test_d_10_child_with_nothing_delivered_and_nothing_pending_is_not_dead(
     root, _ = family(ws)
     bare = ws.mint_child(root, SystemClock())
     ws.create_child_agent(root, bare, "", "never sent")
-    report = scan(ws, RecordingLauncher())
+    report = scan(ws, RecordingLauncher(), SystemClock())
     assert report.silent_deaths == [] and results_from(ws, root, bare) == []
 
 
@@ -232,7 +232,7 @@ def test_d_11_child_that_answered_only_the_operator_is_not_dead(ws: Workspace) -
     result = drive(ws, child)
     assert result.epitaph is Epitaph.FINAL_RESPONSE and result.recipient is None
     assert mark(ws, "returned", child) is None
-    report = scan(ws, RecordingLauncher())
+    report = scan(ws, RecordingLauncher(), SystemClock())
     assert report.silent_deaths == [] and report.swept == []
     assert results_from(ws, root, child) == []
 
@@ -243,7 +243,7 @@ def test_d_11_child_that_answered_a_sibling_is_not_dead(ws: Workspace) -> None:
     deposit(ws.root, child, sibling, "a question from your sibling")
     result = drive(ws, child)
     assert result.recipient == sibling
-    report = scan(ws, RecordingLauncher())
+    report = scan(ws, RecordingLauncher(), SystemClock())
     assert report.silent_deaths == [] and results_from(ws, root, child) == []
 
 
@@ -257,7 +257,7 @@ def test_d_11_child_that_owed_nothing_after_a_foreign_reply_is_not_dead(ws: Work
     result = drive(ws, child)
     assert result.epitaph is Epitaph.FINAL_RESPONSE and result.recipient is None
     assert mark(ws, "returned", child) != ws.branch_tip(child)
-    report = scan(ws, RecordingLauncher())
+    report = scan(ws, RecordingLauncher(), SystemClock())
     assert report.silent_deaths == [] and died_results(ws, root, child) == []
 
 
@@ -271,7 +271,7 @@ def test_r_scan_9_crash_between_terminal_commit_and_deposit_resends_the_reply(
     crash_at(ws, child, "hop.assistant-committed")
     tip = ws.branch_tip(child)
     rec = RecordingLauncher()
-    report = scan(ws, rec)
+    report = scan(ws, rec, SystemClock())
     assert report.silent_deaths == [] and report.swept == []
     assert report.resent == [(child, root)]
     assert results_from(ws, root, child) == [("final-response", tip)]
@@ -279,9 +279,9 @@ def test_r_scan_9_crash_between_terminal_commit_and_deposit_resends_the_reply(
     assert deposit_file.path.read_text().endswith("\nscripted reply to " + root + ": work on it")
     assert mark(ws, "returned", child) == tip
     assert rec.launches == [(ws.root, root)]
-    assert scan(ws, RecordingLauncher()).resent == []
+    assert scan(ws, RecordingLauncher(), SystemClock()).resent == []
     drive(ws, root)
-    assert scan(ws, RecordingLauncher()).line() == QUIET
+    assert scan(ws, RecordingLauncher(), SystemClock()).line() == QUIET
 
 
 def test_r_scan_9_a_deposited_reply_whose_mark_was_lost_is_not_sent_twice(
@@ -291,10 +291,12 @@ def test_r_scan_9_a_deposited_reply_whose_mark_was_lost_is_not_sent_twice(
     drive(ws, child)
     lose_mark = ["update-ref", "-d", f"refs/lernie/returned/{child}"]
     ws.git.run(ws.repo_git, lose_mark)
-    assert scan(ws, RecordingLauncher()).resent == []  # still pending in the root's inbox
+    # still pending in the root's inbox
+    assert scan(ws, RecordingLauncher(), SystemClock()).resent == []
     drive(ws, root)
     ws.git.run(ws.repo_git, lose_mark)
-    assert scan(ws, RecordingLauncher()).resent == []  # delivered into the root's transcript
+    # delivered into the root's transcript
+    assert scan(ws, RecordingLauncher(), SystemClock()).resent == []
     assert len([e for e in read_entries(ws.worktree(root)) if e.origin == child]) == 1
 
 
@@ -302,7 +304,7 @@ def test_r_scan_9_an_unowed_or_operator_reply_is_not_resent(ws: Workspace) -> No
     root, child = family(ws)
     deposit(ws.root, child, "user", "a word from the operator")
     crash_at(ws, child, "hop.assistant-committed")
-    report = scan(ws, RecordingLauncher())
+    report = scan(ws, RecordingLauncher(), SystemClock())
     assert report.resent == [] and report.silent_deaths == []
     assert results_from(ws, root, child) == []
 
@@ -310,7 +312,7 @@ def test_r_scan_9_an_unowed_or_operator_reply_is_not_resent(ws: Workspace) -> No
 def test_r_scan_9_an_uncommitted_final_entry_is_left_to_stray_recovery(ws: Workspace) -> None:
     root, child = family(ws)
     crash_at(ws, child, "transcript.renamed", detail="002-scripted.json")
-    report = scan(ws, RecordingLauncher())
+    report = scan(ws, RecordingLauncher(), SystemClock())
     assert report.resent == [] and report.silent_deaths == []
     assert results_from(ws, root, child) == []
 
@@ -320,7 +322,7 @@ def test_r_scan_5_a_stopped_child_is_already_reported(ws: Workspace) -> None:
     result = drive(ws, child, stop=lambda: True)
     assert result.epitaph is Epitaph.STOPPED
     assert results_from(ws, root, child) == [("stopped", ws.branch_tip(child))]
-    report = scan(ws, RecordingLauncher())
+    report = scan(ws, RecordingLauncher(), SystemClock())
     assert report.silent_deaths == [] and report.swept == []
     assert report.launched == [root]  # a scan is an explicit touch: the parked obituary flushes
 
@@ -329,7 +331,7 @@ def test_r_scan_4_budget_exhausted_root_is_at_rest(ws: Workspace) -> None:
     root = cli_prompt(ws, "@tools 3", "", RecordingLauncher())
     result = drive(ws, root, budget=1)
     assert result.epitaph is Epitaph.BUDGET_EXHAUSTED
-    assert scan(ws, RecordingLauncher()).silent_deaths == []
+    assert scan(ws, RecordingLauncher(), SystemClock()).silent_deaths == []
 
 
 # --------------------------------------------------------------------- flush
@@ -339,7 +341,7 @@ def test_r_scan_2_pending_under_a_free_lock_gets_one_launch(ws: Workspace) -> No
     root, child = family(ws)
     drive(ws, child)  # the child answers; the reply waits in the root's inbox
     rec = RecordingLauncher()
-    report = scan(ws, rec)
+    report = scan(ws, rec, SystemClock())
     assert report.launched == [root]
     assert rec.launches == [(ws.root, root)]
     assert len(pending(ws.inbox_dir(root))) == 1  # launched, never drained
@@ -352,7 +354,7 @@ def test_r_scan_2_pending_under_a_held_lock_is_left_alone(ws: Workspace) -> None
     assert lock is not None
     try:
         rec = RecordingLauncher()
-        report = scan(ws, rec)
+        report = scan(ws, rec, SystemClock())
     finally:
         lock.release()
     assert report.busy == [child] and report.launched == [] and rec.launches == []
@@ -365,7 +367,7 @@ def test_r_scan_2_debris_is_counted_and_untouched(ws: Workspace) -> None:
     (ghost / "user-001.md").write_bytes(b"---\nfrom: user\n---\nhello")
     (ws.inbox_root / "empty-ghost").mkdir()
     rec = RecordingLauncher()
-    report = scan(ws, rec)
+    report = scan(ws, rec, SystemClock())
     assert report.debris == ["ghost"]
     assert rec.launches == []
     assert (ghost / "user-001.md").read_bytes() == b"---\nfrom: user\n---\nhello"
@@ -376,7 +378,7 @@ def test_r_scan_2_debris_is_counted_and_untouched(ws: Workspace) -> None:
 def test_r_scan_2_agent_created_during_the_pass_is_not_debris(ws: Workspace) -> None:
     root, _ = family(ws)
     rec = RecordingLauncher()
-    stepper = Stepper(scan_actor(ws, rec))
+    stepper = Stepper(scan_actor(ws, rec, SystemClock()))
     stepper.step()  # the registry has been read
     late = cli_dispatch(ws, root, "late work", "", RecordingLauncher())
     report = stepper.finish()
@@ -387,7 +389,7 @@ def test_r_scan_2_agent_created_during_the_pass_is_not_debris(ws: Workspace) -> 
 def test_r_scan_6_the_sweep_creates_no_inbox_directory(ws: Workspace) -> None:
     root = ws.mint_root(SystemClock())
     ws.create_root_agent(root, "", "no mail yet")
-    scan(ws, RecordingLauncher())
+    scan(ws, RecordingLauncher(), SystemClock())
     assert not ws.inbox_dir(root).exists()
 
 
@@ -408,7 +410,7 @@ def test_r_scan_6_writer_busy_during_the_hold_is_launched_by_the_flush(ws: Works
     drive(ws, child)
     drive(ws, root)  # everyone at rest, inboxes empty
     scan_rec, writer_rec = RecordingLauncher(), RecordingLauncher()
-    stepper = Stepper(scan_actor(ws, scan_rec))
+    stepper = Stepper(scan_actor(ws, scan_rec, SystemClock()))
     _to_hold(stepper, root)
     assert cli_message(ws, root, "are you there?", "user", writer_rec) is ProbeOutcome.BUSY
     assert writer_rec.launches == []
@@ -424,7 +426,7 @@ def test_r_scan_6_a_driver_starting_during_the_hold_steps_aside_and_no_false_dea
     sweep never reads a half-started child as dead; the flush relaunches it."""
     root, child = family(ws)
     rec = RecordingLauncher()
-    stepper = Stepper(scan_actor(ws, rec))
+    stepper = Stepper(scan_actor(ws, rec, SystemClock()))
     _to_hold(stepper, child)
     hop = run(hop_actor(ws, child, {}, deps(RecordingLauncher())))
     assert hop.outcome is Outcome.ALREADY_DRIVEN
@@ -434,4 +436,4 @@ def test_r_scan_6_a_driver_starting_during_the_hold_steps_aside_and_no_false_dea
 
 
 def test_r_scan_1_scan_of_an_empty_workspace(ws: Workspace) -> None:
-    assert scan(ws, RecordingLauncher()).line() == QUIET
+    assert scan(ws, RecordingLauncher(), SystemClock()).line() == QUIET

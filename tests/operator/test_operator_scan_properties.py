@@ -16,16 +16,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opkit import deps, drive, results_from
 
-from lernie_ref.actor import Stepper
-from lernie_ref.hop import Outcome, hop_actor
+from lernie_ref.actors.hop import Outcome, hop_actor
+from lernie_ref.actors.sweep import scan, transcript_due
+from lernie_ref.core.actor import Stepper
+from lernie_ref.core.clock import SystemClock
+from lernie_ref.core.warrant import Warrant
 from lernie_ref.inbox import RecordingLauncher, cli_dispatch, cli_prompt, pending
-from lernie_ref.lock import LOCK_FD_ENV
 from lernie_ref.reply import recipient
 from lernie_ref.reply_debt import is_terminal_response, read_entries
-from lernie_ref.scan import scan, transcript_due
-from lernie_ref.transcript import commit_subject
-from lernie_ref.warrant import Warrant
-from lernie_ref.workspace import Workspace, create_workspace
+from lernie_ref.substrate.lock import LOCK_FD_ENV
+from lernie_ref.substrate.transcript import commit_subject
+from lernie_ref.substrate.workspace import Workspace, create_workspace
 
 GOALS = ["work on it", "@tools 1", "@tools 2", "@dispatch a grandchild task"]
 
@@ -79,7 +80,7 @@ def test_i15_i16_sweep_after_a_death_at_any_point(goal: str, death_at: int) -> N
             == commit_subject(newest[0].seq, newest[0].origin, child)
         )
 
-        first = scan(ws, RecordingLauncher())
+        first = scan(ws, RecordingLauncher(), SystemClock())
         after = results_from(ws, root, child)
         new = after[len(before) :]
         died = [r for r in new if r[0] == "died"]
@@ -94,6 +95,6 @@ def test_i15_i16_sweep_after_a_death_at_any_point(goal: str, death_at: int) -> N
         if owed_to_root:
             assert len(replies) == 1  # R-SCAN-9: a committed reply is never lost
 
-        second = scan(ws, RecordingLauncher())  # I-15
+        second = scan(ws, RecordingLauncher(), SystemClock())  # I-15
         assert second.swept == [] and second.resent == []
         assert results_from(ws, root, child) == after

@@ -15,12 +15,11 @@ import subprocess
 import pytest
 from opkit import spawn_holder, wait_for
 
+from lernie_ref.core.errors import BranchMissing, SelfGroup
 from lernie_ref.inbox import RecordingLauncher, cli_dispatch, cli_prompt
-from lernie_ref.stop import (
-    BranchMissing,
+from lernie_ref.operator.stop import (
     Holder,
     LockLine,
-    SelfGroup,
     confirm,
     discover,
     is_descendant_or_self,
@@ -32,7 +31,7 @@ from lernie_ref.stop import (
     stop,
     subtree_inboxes,
 )
-from lernie_ref.workspace import Workspace
+from lernie_ref.substrate.workspace import Workspace
 
 
 def _reap(proc: subprocess.Popen[str]) -> None:

@@ -1,0 +1,151 @@
+"""Drain: move pending mail into the transcript at a step boundary (R-DRAIN-1..6).
+
+Only the lock holder drains (R-DRAIN-1), once per hop, before the warrant. In
+order:
+
+1. A torn-down worktree is re-created from the agent's branch when mail is
+   pending; with nothing pending it is left alone (R-DRAIN-6).
+2. Stray recovery: anything uncommitted under ``messages/`` (a delivery or an
+   entry whose rename landed but whose commit did not) is committed first with
+   ``transcript: recover delivered stray [<id>]`` (R-DRAIN-2, I-18).
+3. The inbox is listed **once** (R-DRAIN-3); the deposits are ordered by
+   (mtime in ns, name). Each is moved by ``rename`` to ``messages/NNN-<sender>.md``
+   and committed on its own (R-DRAIN-4): plain mail first, then own-child results
+   in the same order (they stand in for upstream's result interpreter, D-4).
+4. The drain returns the identities ``(name, mtime_ns)`` it saw and left in the
+   inbox (R-DRAIN-5); deposits landing after the one read
+   are unseen, and the release rule owes them a launch (R-REL-1). This drain
+   delivers every deposit it lists, so nothing is left and the seen-set is
+   empty: every deposit pending at release time is unseen.
+
+Points: ``drain.listed``, ``drain.rematerialized``, ``drain.stray-committed``,
+then per deposit ``drain.renamed`` and ``drain.committed``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from lernie_ref.core.actor import Actor, Passed
+from lernie_ref.core.errors import (
+    DrainError,
+    GitOpError,
+    LernieError,
+    io_text,
+)
+from lernie_ref.core.frontmatter import own_result_ref
+from lernie_ref.core.vocab import MESSAGES_DIR, Point
+from lernie_ref.substrate.deposit import Pending, pending
+from lernie_ref.substrate.gitrun import GitRunner
+from lernie_ref.substrate.lock import ExecutorLock
+from lernie_ref.substrate.transcript import (
+    commit,
+    commit_subject,
+    entry_name,
+    next_seq,
+)
+from lernie_ref.substrate.workspace import Workspace
+
+Seen = frozenset[tuple[str, int]]
+
+STRAY_SUBJECT = "transcript: recover delivered stray [{agent}]"
+
+
+
+
+@dataclass(frozen=True)
+class Delivery:
+    delivered: int
+    seen: Seen
+    worktree_present: bool = True
+
+
+def _read_deposit(item: Pending) -> str:
+    try:
+        data = item.path.read_bytes()
+    except OSError as exc:
+        raise DrainError(f"read deposit {item.path}: {io_text(exc)}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise DrainError(
+            f"deposit {item.path} is not UTF-8 text; it stays in the inbox until it is removed"
+        ) from None
+
+
+def recover_strays(worktree: Path, agent_id: str, git: GitRunner) -> bool:
+    """R-DRAIN-2: commit anything uncommitted under ``messages/``; ``True`` if there was some."""
+    try:
+        status = git.run(worktree, ["status", "--porcelain", "--", MESSAGES_DIR]).stdout
+    except LernieError as exc:
+        raise GitOpError("drain status", exc) from None
+    if not status.strip():
+        return False
+    try:
+        git.run(worktree, ["add", "--", MESSAGES_DIR])
+    except LernieError as exc:
+        raise GitOpError("drain recover add", exc) from None
+    try:
+        git.run(
+            worktree,
+            ["commit", "-q", "--no-verify", "-m", STRAY_SUBJECT.format(agent=agent_id)],
+        )
+    except LernieError as exc:
+        raise GitOpError("drain recover commit", exc) from None
+    return True
+
+
+def rematerialize(ws: Workspace, agent_id: str) -> None:
+    """R-DRAIN-6: re-create ``agents/<id>/`` from the branch (pruning a stale registration)."""
+    worktree = Path(os.path.abspath(ws.worktree(agent_id)))
+    try:
+        ws.git.run(ws.repo_git, ["worktree", "prune"])
+        ws.git.run(ws.repo_git, ["worktree", "add", "-q", str(worktree), f"agents/{agent_id}"])
+    except LernieError as exc:
+        raise GitOpError("worktree add (rematerialize)", exc) from None
+
+
+def deliver_actor(worktree: Path, agent_id: str, item: Pending, git: GitRunner) -> Actor[str]:
+    """R-DRAIN-4: ``rename`` one deposit to ``messages/NNN-<sender>.md``, then commit it alone."""
+    seq = next_seq(worktree)
+    name = entry_name(seq, item.sender, delivered=True)
+    target_dir = worktree / MESSAGES_DIR
+    try:
+        target_dir.mkdir(parents=True, exist_ok=True)
+        os.rename(item.path, target_dir / name)
+    except OSError as exc:
+        raise DrainError(f"deliver {item.path}: {io_text(exc)}") from None
+    yield Passed(Point.DRAIN_RENAMED, agent_id, name)
+    subject = commit_subject(seq, item.sender, agent_id)
+    commit(git, worktree, [f"{MESSAGES_DIR}/{name}"], subject, op="transcript")
+    yield Passed(Point.DRAIN_COMMITTED, agent_id, name)
+    return name
+
+
+def drain_actor(
+    ws: Workspace, agent_id: str, lock: ExecutorLock, git: GitRunner | None = None
+) -> Actor[Delivery]:
+    """R-DRAIN-1..6 under ``lock`` (held by the caller for the whole drain)."""
+    if not lock.held:
+        raise DrainError(f"drain of {agent_id} without the executor lock")
+    runner = git or ws.git
+    worktree = ws.worktree(agent_id)
+    listed = pending(ws.inbox_dir(agent_id))
+    yield Passed(Point.DRAIN_LISTED, agent_id, str(len(listed)))
+    if not worktree.is_dir():
+        if not listed:
+            return Delivery(0, frozenset(), worktree_present=False)
+        rematerialize(ws, agent_id)
+        yield Passed(Point.DRAIN_REMATERIALIZED, agent_id)
+    if recover_strays(worktree, agent_id, runner):
+        yield Passed(Point.DRAIN_STRAY_COMMITTED, agent_id)
+    plain: list[Pending] = []
+    results: list[Pending] = []
+    for item in listed:
+        body = _read_deposit(item)
+        (results if own_result_ref(agent_id, item.sender, body) is not None else plain).append(item)
+    for item in plain + results:
+        yield from deliver_actor(worktree, agent_id, item, runner)
+    return Delivery(len(listed), frozenset())

@@ -1,0 +1,101 @@
+"""The terminal tail: the exit protocol of a hop that reached a terminal event (R-TERM-1..5).
+
+In this order (R-TERM-2, upstream ``conclude``):
+
+1. Deposit the result at ``recipient(...)`` (R-ADDR) while the lock is held: a
+   reply goes to the last prompter if a reply is owed (``user`` → nobody), an
+   obituary to the parent. The recipient is derived here, under the lease, so a
+   rival executor cannot move the tail first (bl-a96a).
+2. Release the lease.
+3. The release rule: re-read the inbox and complete the launch of every unseen
+   deposit that warrants one (R-REL-1), whatever this event's epitaph.
+4. Only after ``final-response``: launch a driver at itself (a plain launch, no
+   probe; that driver finds nothing due and stops at pin 1 unless mail raced
+   in), then probe-and-launch the recipient, if there is one. After ``stopped``
+   or ``budget-exhausted`` nobody is launched here (pin 2, R-TERM-4): the
+   obituary parks in the parent's inbox until the parent's next touch.
+
+After step 2 the process writes nothing to its branch, worktree or inbox
+(R-TERM-5, I-10); failures there are notices. Points: ``terminal.recipient``,
+the deposit's points, the release's points, ``terminal.self-launched``, the
+recipient probe's points.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lernie_ref import reply
+from lernie_ref.actors.probe import probe_actor
+from lernie_ref.actors.release import notice, release_actor
+from lernie_ref.core.actor import Actor, Passed
+from lernie_ref.core.clock import Clock
+from lernie_ref.core.errors import (
+    DepositError,
+    GitOpError,
+    LernieError,
+    ResultDepositError,
+)
+from lernie_ref.core.vocab import Epitaph, MarkKind, Point
+from lernie_ref.substrate.deposit import deposit_result_actor
+from lernie_ref.substrate.launcher import Launcher
+from lernie_ref.substrate.lock import ExecutorLock
+from lernie_ref.substrate.workspace import Workspace
+
+
+def terminal_ref(ws: Workspace, agent_id: str) -> str:
+    """The full sha of the agent's branch tip (the result's ``terminal_ref``)."""
+    try:
+        return ws.git.run(ws.worktree(agent_id), ["rev-parse", "HEAD"]).stdout
+    except LernieError as exc:
+        raise GitOpError("rev-parse", exc) from None
+
+
+def conclude_actor(
+    ws: Workspace,
+    agent_id: str,
+    epitaph: Epitaph,
+    lock: ExecutorLock,
+    seen: frozenset[tuple[str, int]],
+    *,
+    response: str | None,
+    launcher: Launcher,
+    clock: Clock,
+) -> Actor[str | None]:
+    """R-TERM-2: deposit → release → release rule → (final-response only) self and recipient.
+
+    Returns the recipient (``None``: nothing deposited). Raises only before the
+    release (the caller then releases by ``LOCK_UN`` and runs no release rule).
+    """
+    if epitaph is Epitaph.STOPPED:
+        # R-TERM-6, D-19: the stop is recorded at the tip (a root has no parent to tell),
+        # so the sweep and status read a stopped branch as at rest, not as a death.
+        try:
+            ws.set_mark(MarkKind.STOPPED, agent_id, terminal_ref(ws, agent_id))
+        except LernieError as exc:
+            raise GitOpError("stopped update-ref", exc) from None
+        yield Passed(Point.TERMINAL_STOPPED_MARKED, agent_id)
+    to = reply.recipient(ws.worktree(agent_id), agent_id, epitaph)
+    yield Passed(Point.TERMINAL_RECIPIENT, agent_id, to or "")
+    if to is not None:
+        sha = terminal_ref(ws, agent_id)
+        try:
+            yield from deposit_result_actor(
+                ws.root, to, agent_id, epitaph, sha, response, clock, ws.git
+            )
+        except DepositError as exc:
+            raise ResultDepositError(exc) from None
+    yield from release_actor(ws.root, agent_id, lock, seen, launcher)
+    if epitaph is not Epitaph.FINAL_RESPONSE:
+        return to
+    try:
+        launcher.launch(Path(ws.root), agent_id)
+    except LernieError as exc:
+        notice(f"exit launch for {agent_id}: {exc} (accepted crash class, ARCH §2.11)")
+    yield Passed(Point.TERMINAL_SELF_LAUNCHED, agent_id)
+    if to is not None:
+        try:
+            yield from probe_actor(ws.root, to, launcher)
+        except LernieError as exc:
+            notice(f"revival launch for {to}: {exc} (accepted crash class, ARCH §2.11)")
+    return to

@@ -1,0 +1,235 @@
+"""The hop: one run of ``lernie advance <ws> <id>`` as an actor (R-STEP-1..5).
+
+Theory of operation. A hop takes the agent's lease (adopting a baton, or a
+fresh try-acquire; busy means another executor drives, so it leaves at once),
+settles a tool window a crash left open (R-STEP-2), drains the inbox (R-DRAIN),
+and reads the warrant from the transcript (R-STEP-3):
+
+- Unpaired → declined, exit 1.
+- NothingDue → release with the release rule, exit 0 (pin 1).
+- ModelCallDue → one step (R-STEP-4): stop check, budget check, model call,
+  stop check, commit the assistant entry. No ``tool_use`` → terminal
+  ``final-response``. Otherwise run each tool (a stop between tools settles the
+  rest as interrupted), commit each result, stop check, and return
+  ``TOOLS_RAN`` with the lease still held: the caller ``execve``\\ s the successor
+  hop with it (R-LOCK-3), so the lock is never free between hops (I-2).
+
+Any error raised while the lease is held releases it by ``LOCK_UN`` and
+propagates: no release rule, no launch (R-STEP-5). The stop flag is read through
+``stop_requested`` (the CLI edge sets it from SIGTERM). Points: ``hop.busy`` or
+``hop.acquired``; ``hop.settled``; the drain's; ``hop.warrant``; ``hop.model-returned``;
+the entry writer's; ``hop.assistant-committed``; per tool ``hop.tool-ran`` and the
+entry writer's; then the terminal tail's or ``hop.tools-ran``.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from lernie_ref.actors.drain import drain_actor
+from lernie_ref.actors.exit_protocol import conclude_actor, terminal_ref
+from lernie_ref.actors.release import notice, release_actor
+from lernie_ref.actors.tools import run_tool
+from lernie_ref.adapters import ModelAdapter, ModelRequest
+from lernie_ref.core.actor import Actor, Passed
+from lernie_ref.core.clock import Clock
+from lernie_ref.core.entry import Block, text_of, tool_result_block, tool_use_ids
+from lernie_ref.core.errors import (
+    AdoptError,
+    GitOpError,
+    LeaseAdoptError,
+    LernieError,
+    UnpairedToolUse,
+)
+from lernie_ref.core.vocab import STAGING_FILE, MarkKind, Point
+from lernie_ref.core.warrant import Warrant, unanswered_tail, warrant_of
+from lernie_ref.inbox import Epitaph, Launcher
+from lernie_ref.substrate import transcript
+from lernie_ref.substrate.config import Config
+from lernie_ref.substrate.lock import ExecutorLock, take_lease
+from lernie_ref.substrate.workspace import Workspace
+
+DIED_TEXT = (
+    "died: the executor ended before this tool call returned (crash settlement, bl-4187); "
+    "whatever the call did is unknown"
+)
+INTERRUPTED_TEXT = "interrupted: the agent was stopped (SIGTERM) before this tool call ran"
+
+
+
+
+
+
+class Outcome(enum.Enum):
+    ALREADY_DRIVEN = "already-driven"
+    NOTHING_TO_DO = "nothing-to-do"
+    TOOLS_RAN = "tools-ran"
+    TERMINAL = "terminal"
+
+
+@dataclass
+class HopResult:
+    outcome: Outcome
+    lock: ExecutorLock | None = None
+    """``TOOLS_RAN`` only: the lease, still held, to hand to the successor."""
+    epitaph: Epitaph | None = None
+    recipient: str | None = None
+
+
+@dataclass(frozen=True)
+class HopDeps:
+    """What a hop needs injected (DESIGN, "inject what varies")."""
+
+    model: ModelAdapter
+    launcher: Launcher
+    clock: Clock
+    config: Config
+    stop_requested: Callable[[], bool]
+
+
+def model_steps(entries: Sequence[transcript.TranscriptEntry]) -> int:
+    """R-TERM-4's budget measure: the number of model entries in the transcript."""
+    return sum(1 for e in entries if e.role == "assistant")
+
+
+def hop_actor(
+    ws: Workspace, agent_id: str, env: Mapping[str, str], deps: HopDeps
+) -> Actor[HopResult]:
+    """R-STEP-1..5 after the guards: take the lease, then settle, drain, warrant, step.
+
+    ``env`` is read for ``LERNIE_LOCK_FD`` only (adopt when present, R-LOCK-4).
+    """
+    try:
+        lock = take_lease(env, ws.inbox_dir(agent_id))
+    except AdoptError as exc:
+        raise LeaseAdoptError(agent_id, str(exc)) from None
+    if lock is None:
+        yield Passed(Point.HOP_BUSY, agent_id)
+        return HopResult(Outcome.ALREADY_DRIVEN)
+    yield Passed(Point.HOP_ACQUIRED, agent_id)
+    try:
+        return (yield from _drive(ws, agent_id, lock, deps))
+    except BaseException:
+        lock.release()
+        raise
+
+
+def _settle_actor(ws: Workspace, agent_id: str, ids: Sequence[str], text: str) -> Actor[None]:
+    worktree = ws.worktree(agent_id)
+    staging = ws.steps_dir(agent_id) / STAGING_FILE
+    for call_id in ids:
+        block = tool_result_block(call_id, text, is_error=True)
+        yield from transcript.tool_entry_actor(worktree, agent_id, block, staging, ws.git)
+
+
+def _drive(ws: Workspace, agent_id: str, lock: ExecutorLock, deps: HopDeps) -> Actor[HopResult]:
+    worktree = ws.worktree(agent_id)
+    if worktree.is_dir():
+        open_ids = unanswered_tail(transcript.history_of(transcript.load(worktree)))
+        if open_ids:
+            notice(
+                f"settling a crashed tool window on [{agent_id}] — {len(open_ids)} unanswered "
+                "invocation(s) recorded as died (ARCH §6, bl-4187)"
+            )
+            yield from _settle_actor(ws, agent_id, open_ids, DIED_TEXT)
+            yield Passed(Point.HOP_SETTLED, agent_id, str(len(open_ids)))
+    delivery = yield from drain_actor(ws, agent_id, lock, ws.git)
+    if not delivery.worktree_present:
+        yield from release_actor(ws.root, agent_id, lock, delivery.seen, deps.launcher)
+        return HopResult(Outcome.NOTHING_TO_DO)
+    due = warrant_of(transcript.history_of(transcript.load(worktree)))
+    yield Passed(Point.HOP_WARRANT, agent_id, due.value)
+    if due is Warrant.UNPAIRED:
+        raise UnpairedToolUse(agent_id)
+    if due is Warrant.NOTHING_DUE:
+        yield from release_actor(ws.root, agent_id, lock, delivery.seen, deps.launcher)
+        return HopResult(Outcome.NOTHING_TO_DO)
+    return (yield from _step(ws, agent_id, lock, delivery.seen, deps))
+
+
+def _conclude(
+    ws: Workspace,
+    agent_id: str,
+    epitaph: Epitaph,
+    lock: ExecutorLock,
+    seen: frozenset[tuple[str, int]],
+    deps: HopDeps,
+    response: str | None = None,
+) -> Actor[HopResult]:
+    to = yield from conclude_actor(
+        ws,
+        agent_id,
+        epitaph,
+        lock,
+        seen,
+        response=response,
+        launcher=deps.launcher,
+        clock=deps.clock,
+    )
+    return HopResult(Outcome.TERMINAL, epitaph=epitaph, recipient=to)
+
+
+def _step(
+    ws: Workspace,
+    agent_id: str,
+    lock: ExecutorLock,
+    seen: frozenset[tuple[str, int]],
+    deps: HopDeps,
+) -> Actor[HopResult]:
+    """R-STEP-4: one model call and what it commits."""
+    worktree = ws.worktree(agent_id)
+    staging = ws.steps_dir(agent_id) / STAGING_FILE
+    if deps.stop_requested():
+        return (yield from _conclude(ws, agent_id, Epitaph.STOPPED, lock, seen, deps))
+    entries = transcript.load(worktree)
+    used = model_steps(entries)
+    if used >= deps.config.step_budget:
+        try:
+            ws.set_mark(MarkKind.BUDGET_EXHAUSTED, agent_id, terminal_ref(ws, agent_id))
+        except LernieError as exc:
+            raise GitOpError("budget-exhausted update-ref", exc) from None
+        notice(
+            f"budget steps exhausted ({used}/{deps.config.step_budget}) on {agent_id}; "
+            "stopping (ARCH §6)"
+        )
+        yield Passed(Point.HOP_BUDGET_EXHAUSTED, agent_id)
+        return (yield from _conclude(ws, agent_id, Epitaph.BUDGET_EXHAUSTED, lock, seen, deps))
+    request = ModelRequest(
+        agent_id, entries, transcript.wire_messages(entries), worktree=Path(worktree)
+    )
+    reply = deps.model.call(request, deps.stop_requested)
+    yield Passed(Point.HOP_MODEL_RETURNED, agent_id)
+    if deps.stop_requested():
+        return (yield from _conclude(ws, agent_id, Epitaph.STOPPED, lock, seen, deps))
+    yield from transcript.model_entry_actor(
+        worktree, agent_id, deps.model.model_id, reply.blocks, reply.usage, staging, ws.git
+    )
+    yield Passed(Point.HOP_ASSISTANT_COMMITTED, agent_id)
+    calls = _tool_calls(reply.blocks)
+    if not calls:
+        response = text_of(reply.blocks)
+        return (
+            yield from _conclude(
+                ws, agent_id, Epitaph.FINAL_RESPONSE, lock, seen, deps, response=response
+            )
+        )
+    for index, call in enumerate(calls):
+        if deps.stop_requested():
+            rest = [str(c["id"]) for c in calls[index:]]
+            yield from _settle_actor(ws, agent_id, rest, INTERRUPTED_TEXT)
+            return (yield from _conclude(ws, agent_id, Epitaph.STOPPED, lock, seen, deps))
+        result = run_tool(call, ws, agent_id, deps.launcher, deps.clock)
+        yield Passed(Point.HOP_TOOL_RAN, agent_id, str(call["id"]))
+        yield from transcript.tool_entry_actor(worktree, agent_id, result, staging, ws.git)
+    if deps.stop_requested():
+        return (yield from _conclude(ws, agent_id, Epitaph.STOPPED, lock, seen, deps))
+    yield Passed(Point.HOP_TOOLS_RAN, agent_id)
+    return HopResult(Outcome.TOOLS_RAN, lock=lock)
+
+
+def _tool_calls(blocks: Sequence[Block]) -> list[Block]:
+    wanted = set(tool_use_ids(blocks))
+    return [b for b in blocks if b.get("type") == "tool_use" and b.get("id") in wanted]

@@ -1,0 +1,62 @@
+"""Probe-and-launch (R-PROBE): after a deposit, make sure a driver runs.
+
+A free executor lock means nobody drives the agent, so the writer releases the probe
+at once and launches a driver (launching is not driving, R-PROBE-3). A busy lock
+means the holder drains at its next step boundary.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+
+from lernie_ref.core.actor import Actor, Passed, run
+from lernie_ref.core.errors import LaunchError, LockError, ProbeError
+from lernie_ref.core.vocab import Point
+from lernie_ref.substrate.deposit import inbox_dir
+from lernie_ref.substrate.launcher import Launcher
+from lernie_ref.substrate.lock import try_acquire
+
+
+class ProbeOutcome(Enum):
+    LAUNCHED = "launched"
+    BUSY = "busy"
+
+
+def probe_actor(ws: Path, agent_id: str, launcher: Launcher) -> Actor[ProbeOutcome]:
+    """R-PROBE-1: try-acquire; free → release *then* launch (LAUNCHED); held → BUSY.
+
+    Points: ``probe.busy``, or ``probe.acquired``, ``probe.released``, ``probe.launched``.
+    Errors: :class:`~lernie_ref.core.errors.LockError`,
+    :class:`~lernie_ref.core.errors.LaunchError`.
+    """
+    lock = try_acquire(inbox_dir(ws, agent_id))
+    if lock is None:
+        yield Passed(Point.PROBE_BUSY, agent_id)
+        return ProbeOutcome.BUSY
+    try:
+        yield Passed(Point.PROBE_ACQUIRED, agent_id)
+    finally:
+        lock.release()
+    yield Passed(Point.PROBE_RELEASED, agent_id)
+    launcher.launch(Path(ws), agent_id)
+    yield Passed(Point.PROBE_LAUNCHED, agent_id)
+    return ProbeOutcome.LAUNCHED
+
+
+def probe_and_launch(ws: Path, agent_id: str, launcher: Launcher) -> ProbeOutcome:
+    """R-PROBE-1: :func:`probe_actor` run straight through."""
+    return run(probe_actor(ws, agent_id, launcher))
+
+
+def writer_probe_actor(ws: Path, agent_id: str, launcher: Launcher) -> Actor[ProbeOutcome]:
+    """R-PROBE-2: a writer's probe; lock and launch failures read ``probe executor lock: {io}``.
+
+    Points: those of :func:`probe_actor`.
+    """
+    try:
+        return (yield from probe_actor(ws, agent_id, launcher))
+    except LockError as exc:
+        raise ProbeError(exc.detail) from None
+    except LaunchError as exc:
+        raise ProbeError(exc.detail) from None

@@ -1,0 +1,117 @@
+"""The writer verbs as actors (R-PROBE-4/5/6): guards, then the deposit, then the probe.
+
+``message``, ``dispatch`` and ``prompt`` check every guard before they write anything
+(I-17), then ``yield from`` the deposit actor and then the probe actor, so a scheduler
+sees one actor whose points run in R-PROBE-2's order: the deposit is published before
+the lock is probed. The CLI and the model's tools run these same actors.
+
+Points: those of :func:`~lernie_ref.substrate.deposit.deposit_actor`, then those of
+:func:`~lernie_ref.actors.probe.probe_actor`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lernie_ref.actors.probe import ProbeOutcome, writer_probe_actor
+from lernie_ref.core.actor import Actor, run
+from lernie_ref.core.clock import Clock
+from lernie_ref.core.errors import UsageError
+from lernie_ref.core.ids import require_agent_id
+from lernie_ref.core.vocab import USER_SENDER
+from lernie_ref.substrate.deposit import deposit_actor
+from lernie_ref.substrate.launcher import Launcher
+
+if TYPE_CHECKING:
+    from lernie_ref.substrate.workspace import Workspace
+
+MESSAGE_REASON = "a message is addressed to an existing agent, by id or unique name (ARCH §2.11)"
+DISPATCH_REASON = (
+    "a dispatch forks a child of an existing agent (ARCH §2.3: the `agents/*` refs are "
+    "the registry)"
+)
+
+
+def _require_text(what: str, value: str) -> None:
+    """R-CLI-6: arguments that are not valid UTF-8 are a usage error (exit 2), as upstream's
+    argument parser makes them; nothing is written."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(f"the {what} is not valid UTF-8") from None
+
+
+def resolve_cli_sender(value: str | None) -> str:
+    """R-ID-7: ``LERNIE_CONV_BRANCH`` when set and non-empty, else ``user``."""
+    return value if value else USER_SENDER
+
+
+def message_actor(
+    ws: Workspace, agent: str, content: str, sender: str, launcher: Launcher, clock: Clock
+) -> Actor[ProbeOutcome]:
+    """R-PROBE-4: id guard, name resolution, workspace and existence guards, deposit, probe.
+
+    Nothing is written before every guard has passed (I-17). ``sender`` is resolved by
+    the caller (:func:`resolve_cli_sender`, or the calling agent's id for a tool).
+    """
+    _require_text("message content", content)
+    require_agent_id(agent)
+    target = ws.resolve_name(agent)
+    ws.check_layout()
+    ws.require_agent(target, MESSAGE_REASON)
+    yield from deposit_actor(ws.root, target, sender, content, clock)
+    return (yield from writer_probe_actor(ws.root, target, launcher))
+
+
+def dispatch_actor(
+    ws: Workspace, parent: str, goal: str, name: str, launcher: Launcher, clock: Clock
+) -> Actor[str]:
+    """R-PROBE-6: fork a child of ``parent``, deposit ``goal`` as the parent's message, probe.
+
+    Returns the child id. The branch exists before the deposit, so a dispatch never
+    deposits to a missing agent.
+    """
+    _require_text("goal", goal)
+    require_agent_id(parent)
+    ws.check_layout()
+    ws.require_agent(parent, DISPATCH_REASON)
+    ws.check_new_name(name)
+    child = ws.mint_child(parent, clock)
+    ws.create_child_agent(parent, child, name, goal)
+    yield from deposit_actor(ws.root, child, parent, goal, clock)
+    yield from writer_probe_actor(ws.root, child, launcher)
+    return child
+
+
+def prompt_actor(
+    ws: Workspace, text: str, name: str, launcher: Launcher, clock: Clock
+) -> Actor[str]:
+    """R-PROBE-5: mint a root, create its branch and worktree, deposit ``text`` as ``user``,
+    probe. Returns the root id."""
+    _require_text("prompt text", text)
+    ws.check_layout()
+    ws.check_new_name(name)
+    root = ws.mint_root(clock)
+    ws.create_root_agent(root, name, text)
+    yield from deposit_actor(ws.root, root, USER_SENDER, text, clock)
+    yield from writer_probe_actor(ws.root, root, launcher)
+    return root
+
+
+def message(
+    ws: Workspace, agent: str, content: str, sender: str, launcher: Launcher, clock: Clock
+) -> ProbeOutcome:
+    """:func:`message_actor` run straight through."""
+    return run(message_actor(ws, agent, content, sender, launcher, clock))
+
+
+def dispatch(
+    ws: Workspace, parent: str, goal: str, name: str, launcher: Launcher, clock: Clock
+) -> str:
+    """:func:`dispatch_actor` run straight through."""
+    return run(dispatch_actor(ws, parent, goal, name, launcher, clock))
+
+
+def prompt(ws: Workspace, text: str, name: str, launcher: Launcher, clock: Clock) -> str:
+    """:func:`prompt_actor` run straight through."""
+    return run(prompt_actor(ws, text, name, launcher, clock))

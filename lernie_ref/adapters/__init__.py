@@ -1,0 +1,434 @@
+"""Model adapters: one protocol, two implementations (R-STEP-6).
+
+A hop hands the adapter a :class:`ModelRequest` (the agent id, the transcript as
+wire messages, the tool list) and gets back content blocks. The adapter is
+injected; the hop never knows which one it drives.
+
+- :class:`ScriptedModel` (``scripted``, the default): deterministic, no network.
+  It answers from the transcript alone, and directives in the prompt make any
+  multi-agent scenario scriptable from the command line (``docs/models.md``).
+- :class:`CommandModel` (``command``): any executable. The request JSON goes to
+  its stdin, content-blocks JSON comes back on its stdout. A non-zero exit or
+  output that is not valid content fails the hop with one line; nothing is
+  committed (R-STEP-5).
+
+Selection: ``lernie.toml``'s ``model`` unless the environment variable
+``LERNIE_MODEL`` is set, which wins (``config.load``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from lernie_ref.core.entry import Block, text_block, tool_use_block, tool_use_ids
+from lernie_ref.core.errors import (
+    ConfigError,
+    ModelError,
+    debug_list,
+    io_text,
+)
+from lernie_ref.core.frontmatter import rust_lines, split_frontmatter, terminal_ref_of
+from lernie_ref.substrate.transcript import TranscriptEntry, WireMessage
+
+StopCheck = Callable[[], bool]
+
+TOOL_SPECS: list[dict[str, object]] = [
+    {
+        "name": "message",
+        "description": (
+            "Deposit a message into another agent's inbox (by agent id or unique name) "
+            "and make sure a driver runs for it."
+        ),
+        "input_schema": {
+            "type": "object",
+            "properties": {
+                "agent": {"type": "string", "description": "recipient agent id or unique name"},
+                "content": {"type": "string", "description": "the message text"},
+            },
+            "required": ["agent", "content"],
+            "additionalProperties": False,
+        },
+    },
+    {
+        "name": "dispatch",
+        "description": "Fork a child agent of this agent with a goal; returns the child's id.",
+        "input_schema": {
+            "type": "object",
+            "properties": {
+                "goal": {"type": "string", "description": "the child's first prompt"},
+                "name": {"type": "string", "description": "an optional display name"},
+            },
+            "required": ["goal"],
+            "additionalProperties": False,
+        },
+    },
+]
+"""R-STEP-7: the only tools offered to a model."""
+
+
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    agent_id: str
+    entries: list[TranscriptEntry]
+    messages: list[WireMessage]
+    tools: list[dict[str, object]] = field(default_factory=lambda: list(TOOL_SPECS))
+    worktree: Path | None = None
+
+    def to_json(self) -> dict[str, object]:
+        """The request a ``command`` model reads on stdin (docs/models.md)."""
+        return {
+            "agent": self.agent_id,
+            "messages": [m.to_json() for m in self.messages],
+            "tools": self.tools,
+        }
+
+
+@dataclass(frozen=True)
+class ModelReply:
+    blocks: list[Block]
+    usage: dict[str, int] | None = None
+
+
+class ModelAdapter(Protocol):
+    @property
+    def model_id(self) -> str:
+        """The origin token of this model's transcript entries (``NNN-<model_id>.json``)."""
+        ...
+
+    def call(self, request: ModelRequest, should_stop: StopCheck) -> ModelReply:
+        """One model call. May return early when ``should_stop()``; the hop then discards it."""
+        ...
+
+
+# ---------------------------------------------------------------------------
+# The scripted model
+# ---------------------------------------------------------------------------
+
+NOOP_TOOL = "noop"
+"""The tool name ``@tools n`` calls: not a harness tool, so its result is an error and it
+has no side effect; it exists to make tool steps (and the exec baton) scriptable."""
+
+
+@dataclass(frozen=True)
+class Script:
+    """The directives of one prompt, in order (see :func:`parse_script`)."""
+
+    actions: tuple[tuple[str, dict[str, object]], ...] = ()
+    silent: bool = False
+    sleep_s: float = 0.0
+    first_line: str = ""
+    directive_count: int = 0
+
+
+def _body(text: str) -> str:
+    """The text after a deposit's frontmatter (the whole text when there is none)."""
+    lines = rust_lines(text)
+    if lines and lines[0] == "---":
+        for index in range(1, len(lines)):
+            if lines[index] == "---":
+                return "\n".join(lines[index + 1 :])
+    return text
+
+
+def _directive(line: str) -> tuple[str, object] | None:
+    """One directive line parsed, or ``None`` when the line is ordinary text."""
+    word, _, rest = line.strip().partition(" ")
+    rest = rest.strip()
+    if word == "@message":
+        target, _, text = rest.partition(" ")
+        if target:
+            return ("message", {"agent": target, "content": text.strip()})
+    elif word == "@dispatch":
+        tool_input: dict[str, object] = {}
+        head, _, tail = rest.partition(" ")
+        if head.startswith("name=") and len(head) > len("name="):
+            tool_input["name"] = head[len("name=") :]
+            rest = tail.strip()
+        if rest:
+            tool_input["goal"] = rest
+            return ("dispatch", tool_input)
+    elif word == "@tools":
+        if rest.isascii() and rest.isdigit():
+            return ("tools", int(rest))
+    elif word == "@silent":
+        if not rest:
+            return ("silent", True)
+    elif word == "@sleep":
+        try:
+            seconds = float(rest)
+        except ValueError:
+            return None
+        if 0 <= seconds < float("inf"):
+            return ("sleep", seconds)
+    return None
+
+
+def parse_script(body: str) -> Script:
+    """Directives, one per line anywhere in the prompt body (leading blanks ignored).
+
+    ``@message <agent> <text>`` · ``@dispatch [name=<name>] <goal>`` · ``@tools <n>`` ·
+    ``@silent`` · ``@sleep <seconds>``. A line whose first word is not one of these,
+    or whose arguments do not parse, is ordinary text. ``first_line`` is the first
+    line that is not a directive (the first line when every line is one).
+    """
+    actions: list[tuple[str, dict[str, object]]] = []
+    silent = False
+    sleep_s = 0.0
+    count = 0
+    lines = rust_lines(body)
+    first_line: str | None = None
+    for raw in lines:
+        parsed = _directive(raw)
+        if parsed is None:
+            if first_line is None:
+                first_line = raw
+            continue
+        count += 1
+        kind, value = parsed
+        if kind in ("message", "dispatch") and isinstance(value, dict):
+            actions.append((kind, value))
+        elif kind == "tools" and isinstance(value, int):
+            actions.extend((NOOP_TOOL, {}) for _ in range(value))
+        elif kind == "silent":
+            silent = True
+        elif kind == "sleep" and isinstance(value, float):
+            sleep_s = value
+    if first_line is None:
+        first_line = lines[0] if lines else ""
+    return Script(tuple(actions), silent, sleep_s, first_line, count)
+
+
+def _terminal(entry: TranscriptEntry) -> bool:
+    """R-DEBT-2's terminal response: a model entry with no ``tool_use``."""
+    return entry.role == "assistant" and not tool_use_ids(entry.blocks())
+
+
+class ScriptedModel:
+    """The deterministic model (the default). A pure function of the transcript.
+
+    It looks at the **window**: the entries after its own newest terminal response.
+    The newest delivered entry in the window that is not a result message is the
+    prompt; its directives run in order, one tool call per step (the number of
+    tool-calling steps already taken since the prompt says which comes next), and
+    then the answer: a text quoting the prompt's first line (``@silent``: no text).
+    A window holding only result messages (replies, obituaries) is acknowledged
+    with a text and runs nothing, so a reply never re-runs an older prompt's
+    directives.
+    """
+
+    def __init__(self, model_id: str = "scripted", sleep: Callable[[float], None] | None = None):
+        self._model_id = model_id
+        self._sleep = sleep or time.sleep
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    def call(self, request: ModelRequest, should_stop: StopCheck) -> ModelReply:
+        entries = request.entries
+        start = 0
+        for index in range(len(entries) - 1, -1, -1):
+            if _terminal(entries[index]):
+                start = index + 1
+                break
+        window = entries[start:]
+        prompt_at = None
+        for index in range(len(window) - 1, -1, -1):
+            entry = window[index]
+            if entry.delivered and terminal_ref_of(entry.text) is None:
+                prompt_at = index
+                break
+        next_seq = max((e.seq for e in entries), default=0) + 1
+        if prompt_at is None:
+            results = [e for e in window if e.delivered]
+            if not results:
+                return ModelReply([text_block("(nothing new)")])
+            newest = results[-1]
+            epitaph, response = split_frontmatter(newest.text)
+            first = rust_lines(response)[0] if response else "(no text)"
+            return ModelReply(
+                [text_block(f"noted {epitaph or 'result'} from {newest.origin}: {first}")]
+            )
+        prompt = window[prompt_at]
+        script = parse_script(_body(prompt.text))
+        if script.sleep_s > 0:
+            deadline = time.monotonic() + script.sleep_s
+            while not should_stop():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._sleep(min(left, 0.05))
+            if should_stop():
+                return ModelReply([])
+        taken = sum(
+            1 for e in window[prompt_at + 1 :] if e.role == "assistant" and tool_use_ids(e.blocks())
+        )
+        if taken < len(script.actions):
+            name, tool_input = script.actions[taken]
+            return ModelReply(
+                [tool_use_block(f"scripted-{next_seq}-{taken + 1}", name, tool_input)]
+            )
+        if script.silent:
+            return ModelReply([])
+        return ModelReply([text_block(f"scripted reply to {prompt.origin}: {script.first_line}")])
+
+
+# ---------------------------------------------------------------------------
+# The command model
+# ---------------------------------------------------------------------------
+
+
+def _one_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def parse_reply(raw: bytes, used_ids: Sequence[str]) -> ModelReply:
+    """Validate a command model's stdout: ``{"content":[…],"usage":{…}}`` or a bare array.
+
+    Accepted blocks: ``text`` (``text``: string), ``tool_use`` (``id``, ``name``:
+    strings, ``input``: object; the id unused so far in the transcript) and
+    ``thinking`` (``text``, optional ``signature``). Anything else is an error.
+    """
+    try:
+        parsed: object = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ModelError(f"model command wrote invalid JSON on stdout: {exc}") from None
+    try:  # JSON may escape a lone surrogate, which no transcript or deposit can hold
+        json.dumps(parsed, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ModelError(
+            "model command reply holds text that is not valid Unicode (a lone surrogate)"
+        ) from None
+    usage: dict[str, int] | None = None
+    if isinstance(parsed, dict):
+        items = parsed.get("content")
+        raw_usage = parsed.get("usage")
+        if raw_usage is not None:
+            if not isinstance(raw_usage, dict) or not all(
+                isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)
+                for k, v in raw_usage.items()
+            ):
+                raise ModelError("model command reply: `usage` must map names to integers")
+            usage = {str(k): int(v) for k, v in raw_usage.items()} or None
+    else:
+        items = parsed
+    if not isinstance(items, list):
+        raise ModelError(
+            'model command reply is neither {"content":[…]} nor a JSON array of content blocks'
+        )
+    blocks: list[Block] = []
+    seen = set(used_ids)
+    for item in items:
+        if not isinstance(item, dict):
+            raise ModelError(f"model command reply: a content block is not an object: {item!r}")
+        kind = item.get("type")
+        if kind == "text" and isinstance(item.get("text"), str):
+            blocks.append(text_block(str(item["text"])))
+        elif (
+            kind == "tool_use"
+            and isinstance(item.get("id"), str)
+            and isinstance(item.get("name"), str)
+            and isinstance(item.get("input", {}), dict)
+        ):
+            block_id = str(item["id"])
+            if not block_id or block_id in seen:
+                raise ModelError(
+                    f"model command reply: tool_use id {block_id!r} is empty or already used"
+                )
+            seen.add(block_id)
+            blocks.append(tool_use_block(block_id, str(item["name"]), item.get("input", {})))
+        elif kind == "thinking" and isinstance(item.get("text"), str):
+            signature = item.get("signature")
+            blocks.append(
+                {
+                    "type": "thinking",
+                    "text": str(item["text"]),
+                    "signature": signature if isinstance(signature, str) else None,
+                }
+            )
+        else:
+            raise ModelError(f"model command reply: not a valid content block: {item!r}")
+    return ModelReply(blocks, usage)
+
+
+class CommandModel:
+    """An executable speaking JSON: the request on stdin, the content blocks on stdout."""
+
+    def __init__(self, command: str, model_id: str = "command") -> None:
+        try:
+            self._argv = shlex.split(command)
+        except ValueError as exc:  # e.g. an unclosed quote: one clear line, never a traceback
+            raise ModelError(
+                f"model command {command!r} cannot be split into words: {exc}"
+            ) from None
+        self._model_id = model_id
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    def call(self, request: ModelRequest, should_stop: StopCheck) -> ModelReply:
+        if not self._argv:
+            raise ModelError(
+                "model `command` needs a command line: set model_command in lernie.toml "
+                "or LERNIE_MODEL_COMMAND"
+            )
+        payload = json.dumps(request.to_json(), ensure_ascii=False).encode("utf-8")
+        env = {k: v for k, v in os.environ.items() if k != "LERNIE_LOCK_FD"}
+        env["LERNIE_AGENT"] = request.agent_id
+        try:
+            proc = subprocess.Popen(
+                self._argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=request.worktree,
+                env=env,
+            )
+        except OSError as exc:
+            raise ModelError(
+                f"model command {debug_list(self._argv)} could not start: {io_text(exc)}"
+            ) from None
+        stdin: bytes | None = payload
+        while True:
+            try:
+                out, err = proc.communicate(stdin, timeout=0.1)
+                break
+            except subprocess.TimeoutExpired:
+                stdin = None
+                if should_stop():
+                    proc.kill()
+                    proc.communicate()
+                    return ModelReply([])
+        if should_stop():
+            return ModelReply([])
+        if proc.returncode != 0:
+            detail = _one_line(err.decode("utf-8", "replace"))
+            raise ModelError(
+                f"model command {debug_list(self._argv)} exited with exit status: "
+                f"{proc.returncode}" + (f": {detail}" if detail else "")
+            )
+        used = [
+            i for e in request.entries if e.role == "assistant" for i in tool_use_ids(e.blocks())
+        ]
+        return parse_reply(out, used)
+
+
+def select_model(model: str, model_command: str = "") -> ModelAdapter:
+    """R-STEP-6: the adapter named by the configuration (``scripted`` or ``command``)."""
+    if model == "scripted":
+        return ScriptedModel()
+    if model == "command":
+        return CommandModel(model_command)
+    raise ConfigError(f"unknown model {model!r}: the models are `scripted` and `command`")

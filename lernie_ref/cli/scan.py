@@ -1,0 +1,33 @@
+"""``lernie scan <ws> [--json]``: sweep silent deaths, then flush stranded inboxes (R-SCAN-*).
+
+Stdout is the one report line (upstream's shape) or, with ``--json``, one JSON
+object listing the agents behind every count. A final response the sweep had to
+deposit on its author's behalf is also named on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from lernie_ref import inbox
+from lernie_ref.actors.sweep import scan
+from lernie_ref.core.clock import SystemClock
+from lernie_ref.substrate.workspace import require_workspace
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("workspace", help="the workspace directory")
+    parser.add_argument("--json", action="store_true", help="print a machine-readable report")
+
+
+def run(ns: argparse.Namespace) -> str | None:
+    ws = require_workspace(ns.workspace)
+    report = scan(ws, inbox.AdvanceLauncher(), SystemClock())
+    for agent, to in report.resent:
+        print(
+            f"lernie scan: {agent}: its final response never reached {to}; "
+            "deposited it on its behalf (R-SCAN-9)",
+            file=sys.stderr,
+        )
+    return report.json_text() if ns.json else report.line()

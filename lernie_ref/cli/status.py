@@ -1,0 +1,19 @@
+"""``lernie status <ws> [--json]``: each agent, its executor, mail, last epitaph (R-STATUS-*)."""
+
+from __future__ import annotations
+
+import argparse
+
+from lernie_ref.operator.status import render_json, render_table, status
+from lernie_ref.substrate.workspace import require_workspace
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("workspace", help="the workspace directory")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def run(ns: argparse.Namespace) -> str | None:
+    ws = require_workspace(ns.workspace)
+    rows = status(ws)
+    return render_json(rows) if ns.json else render_table(rows)

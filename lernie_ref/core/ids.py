@@ -1,0 +1,94 @@
+"""Agent ids: the id guard, descent (``parent_of``, depth) and minting (R-ID-*).
+
+An agent id is its branch name and its inbox directory name, so the guard's one
+job is that an id stays a single path component (R-ID-3). The shape of an id is
+its descent: a child's id is its parent's id plus ``-<compact>-<short>``.
+"""
+
+from __future__ import annotations
+
+from lernie_ref.core.clock import Clock, compact_stamp, short_id
+from lernie_ref.core.errors import NotAnAgentId
+
+"""R-ID-7: the sender token of an operator deposit; never an agent id."""
+
+
+def is_agent_id(agent_id: str) -> bool:
+    """R-ID-3: an id is accepted iff it is non-empty, not ``.``/``..``, and has no ``/ \\ NUL``.
+
+    Contract (R-ID-3, both directions; chr(47) is ``/``, chr(92) ``\\``, chr(0) NUL):
+
+    post: not __return__ or agent_id not in ("", ".", "..")
+    post: not __return__ or all(c not in agent_id for c in (chr(47), chr(92), chr(0)))
+    post: __return__ or agent_id in ("", ".", "..") or bool(set(agent_id) & {"/", chr(92), chr(0)})
+    """
+    if agent_id in ("", ".", ".."):
+        return False
+    return not any(c in agent_id for c in ("/", "\\", "\0"))
+
+
+def require_agent_id(agent_id: str) -> str:
+    """R-ID-3: return ``agent_id`` unchanged or raise :class:`NotAnAgentId`; never sanitize.
+
+    Contract (R-ID-3: an accepted id comes back unchanged, a declined one raises). CrossHair
+    checks it through ``tests/contracts/bounded.py`` (an exception text built from a symbolic
+    string cannot be printed by CrossHair itself):
+
+    post: __return__ == agent_id and is_agent_id(agent_id)
+    raises: NotAnAgentId
+    """
+    # crosshair: off
+    if not is_agent_id(agent_id):
+        raise NotAnAgentId(agent_id)
+    return agent_id
+
+
+def parent_of(agent_id: str) -> str | None:
+    """R-ID-1: drop the last two ``-`` tokens; two tokens or fewer is a root (``None``).
+
+    Contract (R-ID-1: a root has at most one ``-``; a parent is the id minus its last two tokens):
+
+    post: (__return__ is None) == (agent_id.count("-") < 2)
+    post: __return__ is None or agent_id.startswith(__return__ + "-")
+    post: __return__ is None or agent_id[len(__return__) + 1 :].count("-") == 1
+    """
+    tokens = agent_id.split("-")
+    if len(tokens) <= 2:
+        return None
+    return "-".join(tokens[:-2])
+
+
+def depth(agent_id: str) -> int:
+    """R-ID-2: ``count('-') // 2``; a root is depth 0.
+
+    Contract (R-ID-2, R-ID-1: a root is depth 0, a child is one deeper than its parent):
+
+    post: __return__ >= 0
+    post: (__return__ == 0) == (parent_of(agent_id) is None)
+    post: parent_of(agent_id) is None or depth(parent_of(agent_id) or "") == __return__ - 1
+    """
+    return agent_id.count("-") // 2
+
+
+def mint_root_id(clock: Clock) -> str:
+    """R-ID-5: ``<compact>-<short>``, e.g. ``20260422T065432Z-0a1b2c3d``."""
+    now = clock.now_ns()
+    return f"{compact_stamp(now)}-{short_id(now)}"
+
+
+def mint_child_id(parent_id: str, clock: Clock) -> str:
+    """R-ID-5: ``<parent>-<compact>-<short>``."""
+    now = clock.now_ns()
+    return f"{parent_id}-{compact_stamp(now)}-{short_id(now)}"
+
+
+def is_timestamp_token(token: str) -> bool:
+    """R-ID-6: the 16-byte ``YYYYMMDDTHHMMSSZ`` shape (used to keep names apart from ids)."""
+    b = token.encode()
+    return (
+        len(b) == 16
+        and b[8:9] == b"T"
+        and b[15:16] == b"Z"
+        and b[0:8].isdigit()
+        and b[9:15].isdigit()
+    )

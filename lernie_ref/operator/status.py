@@ -1,0 +1,198 @@
+"""``lernie status``: the operator's view of every agent, read without touching anything
+(R-STATUS-*).
+
+Status is strictly read-only: it takes no lock (a held probe, however brief,
+could make a writer's probe read "busy" with nobody left to launch for it), so
+liveness comes from the kernel's lock table (``/proc/locks``), and it creates no
+directory. "Undelivered" is not stored anywhere; it is derived: a pending deposit
+under an agent that no executor drives is undelivered until the next touch
+(R-STATUS-2).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from lernie_ref.actors.sweep import (
+    Condition,
+    condition_of,
+    mark_value,
+    transcript_due,
+)
+from lernie_ref.core.errors import LernieError
+from lernie_ref.core.frontmatter import split_frontmatter, terminal_ref_of
+from lernie_ref.core.ids import is_agent_id, parent_of
+from lernie_ref.core.vocab import Epitaph, MarkKind
+from lernie_ref.operator.stop import lock_holder_pids
+from lernie_ref.reply_debt import Entry, is_terminal_response, read_entries
+from lernie_ref.substrate.deposit import pending
+from lernie_ref.substrate.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class AgentStatus:
+    """One row of ``lernie status`` (R-STATUS-1)."""
+
+    id: str
+    name: str
+    parent: str | None
+    live: bool | None
+    """An executor holds the lock; ``None`` when the lock table cannot be read."""
+    pending: int
+    undelivered: int
+    """Pending deposits with no executor to drain them (R-STATUS-2)."""
+    last_epitaph: str | None
+    transcript_length: int | None
+    """Entries in ``messages/``; ``None`` when the transcript cannot be read."""
+    died_mid_work: bool
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+class _Results:
+    """Every result message on disk, by sender: pending deposits and delivered entries."""
+
+    def __init__(self, ws: Workspace, agents: Sequence[str], entries: dict[str, list[Entry]]):
+        self._by_sender: dict[str, list[Path]] = {}
+        for agent in agents:
+            for deposit in pending(ws.inbox_dir(agent)):
+                self._by_sender.setdefault(deposit.sender, []).append(deposit.path)
+            for entry in entries.get(agent, []):
+                if entry.delivered:
+                    self._by_sender.setdefault(entry.origin, []).append(entry.path)
+
+    def epitaph_at(self, sender: str, terminal_ref: str) -> str | None:
+        """The epitaph of ``sender``'s result whose ``terminal_ref`` is ``terminal_ref``."""
+        for path in self._by_sender.get(sender, []):
+            body = _read(path)
+            if body is not None and terminal_ref_of(body) == terminal_ref:
+                return split_frontmatter(body)[0] or None
+        return None
+
+
+def last_epitaph(
+    entries: Sequence[Entry] | None,
+    tip: str,
+    returned: str | None,
+    budget: str | None,
+    lookup: _Results,
+    agent: str,
+    stopped: str | None = None,
+) -> str | None:
+    """R-STATUS-3: the agent's latest terminal event as the disk records it.
+
+    The newest entry a terminal response → ``final-response`` (whoever it went to);
+    else the budget mark at the tip → ``budget-exhausted``; else the stop mark at the tip
+    → ``stopped`` (R-TERM-6; a root's stop leaves no result); else the epitaph of the
+    result its returned mark points at (``stopped``, ``died``, … — the latest one
+    reported); else none.
+    """
+    if entries:
+        try:
+            if is_terminal_response(entries[0]):
+                return Epitaph.FINAL_RESPONSE.value
+        except LernieError:
+            pass
+    if budget is not None and budget == tip:
+        return Epitaph.BUDGET_EXHAUSTED.value
+    if stopped is not None and stopped == tip:
+        return Epitaph.STOPPED.value
+    if returned is not None:
+        return lookup.epitaph_at(agent, returned) or "?"
+    return None
+
+
+def status(ws: Workspace) -> list[AgentStatus]:
+    """R-STATUS-1: one row per registered agent, in registry order."""
+    agents = [a for a in ws.agent_ids() if is_agent_id(a)]
+    registry = frozenset(agents)
+    entries: dict[str, list[Entry]] = {}
+    for agent in agents:
+        with contextlib.suppress(LernieError):
+            entries[agent] = read_entries(ws.worktree(agent))
+    lookup = _Results(ws, agents, entries)
+    rows: list[AgentStatus] = []
+    for agent in agents:
+        parent = parent_of(agent)
+        holders = lock_holder_pids(ws.inbox_dir(agent))
+        live = None if holders is None else bool(holders)
+        mail = len(pending(ws.inbox_dir(agent)))
+        try:
+            tip = ws.branch_tip(agent)
+        except LernieError:
+            tip = ""
+        returned = mark_value(ws, MarkKind.RETURNED, agent)
+        budget = mark_value(ws, MarkKind.BUDGET_EXHAUSTED, agent)
+        stop_mark = mark_value(ws, MarkKind.STOPPED, agent)
+        try:
+            due = transcript_due(ws, agent)
+            condition = condition_of(
+                driven=bool(live),
+                pending_count=mail,
+                due=due,
+                budget_at_tip=tip in (budget, stop_mark),
+            )
+        except LernieError:
+            condition = Condition.AT_REST
+        own = entries.get(agent)
+        epitaph = last_epitaph(own, tip, returned, budget, lookup, agent, stop_mark)
+        # A stop leaves the same disk state as a death, but its mark (and, for a child, its
+        # obituary) sits at the tip.
+        stopped_at_tip = stop_mark == tip or (returned == tip and epitaph == Epitaph.STOPPED)
+        rows.append(
+            AgentStatus(
+                id=agent,
+                name=ws.agent_name(agent),
+                parent=parent if parent in registry else None,
+                live=live,
+                pending=mail,
+                undelivered=0 if live else mail,
+                last_epitaph=epitaph,
+                transcript_length=None if own is None else len(own),
+                died_mid_work=condition is Condition.DIED_MID_WORK and not stopped_at_tip,
+            )
+        )
+    return rows
+
+
+HEADERS = ("ID", "NAME", "PARENT", "EXECUTOR", "PENDING", "LAST EPITAPH", "ENTRIES")
+
+
+def _cells(row: AgentStatus) -> tuple[str, ...]:
+    executor = "?" if row.live is None else ("live" if row.live else "-")
+    if row.died_mid_work:
+        executor = "dead"
+    mail = f"{row.undelivered} undelivered" if row.undelivered else str(row.pending)
+    entries = "?" if row.transcript_length is None else str(row.transcript_length)
+    return (
+        row.id,
+        row.name or "-",
+        row.parent or "-",
+        executor,
+        mail,
+        row.last_epitaph or "-",
+        entries,
+    )
+
+
+def render_table(rows: Sequence[AgentStatus]) -> str:
+    """R-STATUS-1: a plain table, columns padded to their widest cell, two spaces apart."""
+    table = [HEADERS, *(_cells(r) for r in rows)]
+    widths = [max(len(line[i]) for line in table) for i in range(len(HEADERS))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        for line in table
+    )
+
+
+def render_json(rows: Sequence[AgentStatus]) -> str:
+    return json.dumps({"agents": [asdict(r) for r in rows]}, sort_keys=True)

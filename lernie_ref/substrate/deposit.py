@@ -1,0 +1,223 @@
+"""The inbox substrate: listing and create-only, durable deposits (R-DEP).
+
+Deposits are create-only and durable, stricter than upstream (D-1, D-2): the
+bytes go to a uniquely named dot-temp (``O_CREAT|O_EXCL``), are fsynced, and are
+published with ``link(2)``, which fails with ``EEXIST`` instead of replacing; a
+taken name moves the writer to the next number. The temp is then unlinked and
+the directory fsynced. A temp name starts with ``.`` and ends in ``.tmp``, so no
+reader ever accepts it (R-DEP-9).
+
+The deposit actors yield :class:`~lernie_ref.core.actor.Passed` points after each step
+another process could observe; production runs them straight through.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import NamedTuple
+
+from lernie_ref.core.actor import Actor, Passed, run
+from lernie_ref.core.clock import Clock, iso_stamp
+from lernie_ref.core.errors import DepositError, LernieError, NotASender, io_text
+from lernie_ref.core.frontmatter import (
+    deposit_name,
+    next_sequence,
+    render_plain,
+    render_result,
+    sender_of,
+    seq_text,
+)
+from lernie_ref.core.ids import parent_of, require_agent_id
+from lernie_ref.core.vocab import INBOX_DIR, REPO_DIR, RETURNED_REF_PREFIX, Epitaph, Point
+from lernie_ref.substrate.gitrun import GitRunner
+
+
+def inbox_dir(ws: Path, agent_id: str) -> Path:
+    """R-DEP-1: ``<ws>/inbox/<agent_id>/``, the deposit target and the lock's home."""
+    return Path(ws) / INBOX_DIR / agent_id
+
+
+class Pending(NamedTuple):
+    """One pending deposit: an accepted name (R-DEP-9) with its mtime in ns."""
+
+    name: str
+    mtime_ns: int
+    path: Path
+    sender: str
+
+
+def pending(inbox: Path) -> list[Pending]:
+    """Every pending deposit of ``inbox``, ordered by ``(mtime_ns, name)``; missing dir → ``[]``.
+
+    A name that vanishes between the listing and its stat (delivered meanwhile) is
+    skipped; an unreadable mtime counts as the epoch, like upstream.
+    """
+    try:
+        names = os.listdir(inbox)
+    except FileNotFoundError:
+        return []
+    out: list[Pending] = []
+    for name in names:
+        sender = sender_of(name)
+        if sender is None:
+            continue
+        path = Path(inbox) / name
+        try:
+            mtime_ns = os.stat(path).st_mtime_ns
+        except FileNotFoundError:
+            continue
+        except OSError:
+            mtime_ns = 0
+        out.append(Pending(name, mtime_ns, path, sender))
+    out.sort(key=lambda p: (p.mtime_ns, p.name.encode("utf-8", "surrogateescape")))
+    return out
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _publish_actor(ws: Path, recipient: str, sender: str, body: bytes) -> Actor[Path]:
+    """R-DEP-1/2/6/7: create-only, durable publication of ``body`` from ``sender``."""
+    require_agent_id(recipient)
+    require_agent_id(sender)  # the sender is a path component too (R-WS-7)
+    if sender.startswith(".") or "\n" in sender or "\r" in sender:
+        raise NotASender(sender)  # R-ID-7, D-18: its mail would be invisible or forged
+    directory = inbox_dir(ws, recipient)
+    try:
+        os.makedirs(directory, exist_ok=True)
+        names = os.listdir(directory)
+    except OSError as exc:
+        raise DepositError.io(directory, exc) from None
+    seq = next_sequence(names, sender)
+    yield Passed(Point.DEPOSIT_LISTED, recipient, deposit_name(sender, seq))
+
+    temp = directory / f".{sender}-{seq_text(seq)}.md.{os.urandom(6).hex()}.tmp"
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+    except OSError as exc:  # never unlink a name this writer did not create
+        raise DepositError.io(temp, exc) from None
+    try:
+        try:
+            view = memoryview(body)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        _unlink_quietly(temp)
+        raise DepositError.io(temp, exc) from None
+
+    try:
+        yield Passed(Point.DEPOSIT_TEMP_WRITTEN, recipient, temp.name)
+        while True:
+            final = directory / deposit_name(sender, seq)
+            try:
+                os.link(temp, final)
+                break
+            except FileExistsError:
+                yield Passed(Point.DEPOSIT_COLLIDED, recipient, final.name)
+                seq += 1
+            except OSError as exc:
+                raise DepositError.io(final, exc) from None
+        yield Passed(Point.DEPOSIT_PUBLISHED, recipient, final.name)
+    except BaseException:
+        _unlink_quietly(temp)
+        raise
+    try:
+        os.unlink(temp)
+        _fsync_dir(directory)
+    except OSError as exc:
+        raise DepositError.io(directory, exc) from None
+    return final
+
+
+def _unlink_quietly(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
+def deposit_actor(
+    ws: Path, agent_id: str, sender: str, content: str, clock: Clock
+) -> Actor[Path]:
+    """R-DEP-4: deposit a plain message from ``sender`` into ``agent_id``'s inbox.
+
+    Points: ``deposit.listed``, ``deposit.temp-written``, (``deposit.collided``)*,
+    ``deposit.published``. Returns the published path.
+    """
+    iso = iso_stamp(clock.now_ns())
+    body = render_plain(sender, iso, content)
+    return (yield from _publish_actor(Path(ws), agent_id, sender, body))
+
+
+def deposit(ws: Path, agent_id: str, sender: str, content: str, clock: Clock) -> Path:
+    """R-DEP-4/6/7: :func:`deposit_actor` run straight through."""
+    return run(deposit_actor(ws, agent_id, sender, content, clock))
+
+
+def deposit_result_actor(
+    ws: Path,
+    recipient: str,
+    child: str,
+    epitaph: Epitaph | str,
+    terminal_ref: str,
+    response: str | None,
+    clock: Clock,
+    git: GitRunner,
+) -> Actor[Path]:
+    """R-DEP-5/8: deposit ``child``'s result into ``recipient``'s inbox, then set the returned mark.
+
+    Points: those of a deposit, then ``deposit.marked``. A mark failure raises
+    ``mark refs/lernie/returned/<child>: …`` and leaves the file in place.
+    """
+    iso = iso_stamp(clock.now_ns())
+    body = render_result(child, iso, str(epitaph), terminal_ref, response)
+    path = yield from _publish_actor(Path(ws), recipient, child, body)
+    try:
+        git.run(Path(ws) / REPO_DIR, ["update-ref", RETURNED_REF_PREFIX + child, terminal_ref])
+    except LernieError as exc:
+        raise DepositError.mark(child, exc) from None
+    except OSError as exc:
+        raise DepositError.mark(child, io_text(exc)) from None
+    yield Passed(Point.DEPOSIT_MARKED, recipient, child)
+    return path
+
+
+def deposit_result(
+    ws: Path,
+    recipient: str,
+    child: str,
+    epitaph: Epitaph | str,
+    terminal_ref: str,
+    response: str | None,
+    clock: Clock,
+    git: GitRunner,
+) -> Path:
+    """R-DEP-5/8: :func:`deposit_result_actor` run straight through."""
+    return run(
+        deposit_result_actor(ws, recipient, child, epitaph, terminal_ref, response, clock, git)
+    )
+
+
+def deposit_child_result(
+    ws: Path,
+    child: str,
+    epitaph: Epitaph | str,
+    terminal_ref: str,
+    response: str | None,
+    clock: Clock,
+    git: GitRunner,
+) -> Path | None:
+    """R-ADDR-1: deposit ``child``'s result into its parent's inbox; ``None`` for a root."""
+    parent = parent_of(child)
+    if parent is None:
+        return None
+    return deposit_result(ws, parent, child, epitaph, terminal_ref, response, clock, git)

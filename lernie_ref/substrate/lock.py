@@ -1,0 +1,150 @@
+"""The executor lock and the exec baton (R-LOCK-1..4).
+
+The lock is a non-blocking exclusive ``flock`` on a fresh read-only descriptor
+of the agent's inbox directory. The lease belongs to the open file description,
+so release is an explicit ``LOCK_UN`` before ``close``: a forked child that still
+holds a copy of the descriptor (between its fork and its exec) must not keep the
+lease alive (bl-7318). Across the ``execve`` of a successor hop the descriptor is
+handed on through ``LERNIE_LOCK_FD`` and adopted after a device+inode check.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+
+from lernie_ref.core.errors import AdoptError, LockError, debug_quote, io_text
+from lernie_ref.core.vocab import LOCK_FD_ENV
+
+I32_MIN, I32_MAX = -(2**31), 2**31 - 1
+
+
+class ExecutorLock:
+    """A held lease. :meth:`release` is ``LOCK_UN`` then ``close``; idempotent."""
+
+    def __init__(self, fd: int, path: Path) -> None:
+        self._fd: int | None = fd
+        self._number = fd
+        self.path = path
+        self.handed_off = False
+
+    @property
+    def fd(self) -> int:
+        return self._number
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def release(self) -> None:
+        """R-LOCK-2: unlock the description (every copy loses the lease), then close ours.
+
+        A no-op once released, or once the lease was handed to a successor (R-LOCK-3).
+        """
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+    def __enter__(self) -> ExecutorLock:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
+
+    def __repr__(self) -> str:
+        return f"ExecutorLock(fd={self._number}, path={str(self.path)!r}, held={self.held})"
+
+
+def try_acquire(inbox: Path) -> ExecutorLock | None:
+    """R-LOCK-1: create ``inbox`` if needed and take the lock; ``None`` iff it is busy."""
+    try:
+        os.makedirs(inbox, exist_ok=True)
+        fd = os.open(inbox, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise LockError(inbox, io_text(exc)) from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        os.close(fd)
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+            return None
+        raise LockError(inbox, io_text(exc)) from None
+    return ExecutorLock(fd, inbox)
+
+
+def _parse_i32(raw: str) -> int | None:
+    digits = raw[1:] if raw[:1] in ("+", "-") else raw
+    if not digits or not all("0" <= c <= "9" for c in digits):
+        return None
+    value = int(raw)
+    return value if I32_MIN <= value <= I32_MAX else None
+
+
+def adopt(raw: str, inbox: Path) -> ExecutorLock | None:
+    """R-LOCK-4: adopt the lease whose fd number is ``raw``; ``None`` if the re-flock is busy.
+
+    Validation failures leave the fd open (it may belong to someone else).
+    """
+    fd = _parse_i32(raw)
+    if fd is None:
+        raise AdoptError(f"{LOCK_FD_ENV}={debug_quote(raw)} is not a valid fd number")
+    try:
+        held = os.fstat(fd)
+    except OSError as exc:
+        raise AdoptError(f"fstat adopted fd {fd}: {io_text(exc)}") from None
+    try:
+        want = os.stat(inbox)
+    except OSError as exc:
+        raise AdoptError(f"stat inbox {inbox}: {io_text(exc)}") from None
+    if (held.st_dev, held.st_ino) != (want.st_dev, want.st_ino):
+        raise AdoptError(
+            f"adopted fd {fd} is not the inbox directory {inbox} (device/inode mismatch)"
+        )
+    try:
+        os.set_inheritable(fd, False)
+    except OSError as exc:
+        raise AdoptError(f"restore close-on-exec on adopted fd {fd}: {io_text(exc)}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+            os.close(fd)
+            return None
+        raise AdoptError(f"re-assert flock on adopted fd {fd}: {io_text(exc)}") from None
+    return ExecutorLock(fd, inbox)
+
+
+def take_lease(env: Mapping[str, str], inbox: Path) -> ExecutorLock | None:
+    """R-LOCK-4: adopt when ``LERNIE_LOCK_FD`` is present (even empty), else try-acquire."""
+    if LOCK_FD_ENV in env:
+        return adopt(env[LOCK_FD_ENV], inbox)
+    return try_acquire(inbox)
+
+
+def successor_env(lock: ExecutorLock, env: Mapping[str, str]) -> dict[str, str]:
+    """R-LOCK-3: make the lock fd survive ``execve`` and name it in the successor's environment.
+
+    The lock is handed off: its :meth:`~ExecutorLock.release` becomes a no-op, so the
+    lease stays held until the successor adopts it (or the process exits).
+    """
+    if lock._fd is None:
+        raise LockError(lock.path, "the lease was already released; nothing to hand on")
+    os.set_inheritable(lock._fd, True)
+    lock._fd = None
+    lock.handed_off = True
+    out = dict(env)
+    out[LOCK_FD_ENV] = str(lock.fd)
+    return out

@@ -1,0 +1,339 @@
+"""The workspace: its layout, its agents' refs and worktrees, and their names (R-WS, R-ID-4/6).
+
+A workspace is a directory holding ``repo.git`` (bare), ``inbox/``, ``steps/``,
+``agents/`` and ``lernie.toml``. An agent *is* its branch ``refs/heads/agents/<id>``;
+its transcript lives in the worktree ``agents/<id>/``. Every path is built from
+the root and guarded ids (R-ID-3), so nothing is written outside the workspace
+(R-WS-7). Every git call goes through the injected runner (R-WS-6).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from lernie_ref.core.clock import Clock
+from lernie_ref.core.errors import (
+    AmbiguousName,
+    LernieError,
+    NotAWorkspace,
+    OldLayout,
+    UnknownAgent,
+    WorkspaceError,
+    debug_quote,
+    io_text,
+)
+from lernie_ref.core.ids import (
+    is_agent_id,
+    is_timestamp_token,
+    mint_child_id,
+    mint_root_id,
+    require_agent_id,
+)
+from lernie_ref.core.vocab import (
+    AGENT_REF_PREFIX,
+    AGENTS_DIR,
+    CHILD_ROLE,
+    CONFIG_BRANCH,
+    DRIVER_LOG,
+    GOAL_FILE,
+    INBOX_DIR,
+    MARK_REF_PREFIX,
+    NAME_FILE,
+    REPO_DIR,
+    STEPS_DIR,
+)
+from lernie_ref.substrate.gitrun import GitRunner, SubprocessGit
+
+# A repo-local identity so commits work on a machine with no global git identity.
+_IDENTITY = (
+    ("user.name", "lernie"),
+    ("user.email", "lernie@localhost"),
+    ("commit.gpgsign", "false"),
+)
+
+
+class Workspace:
+    """A workspace root (kept as given: launches pass it on unchanged, R-LAUNCH-2)."""
+
+    def __init__(self, root: str | Path, git: GitRunner | None = None) -> None:
+        self.root = Path(root)
+        self.git: GitRunner = git or SubprocessGit()
+        self._abs = Path(os.path.abspath(self.root))
+        self._known: set[str] = set()  # ids seen to exist (agents are never removed)
+
+    def __repr__(self) -> str:
+        return f"Workspace({str(self.root)!r})"
+
+    # ---------------------------------------------------------------- paths
+
+    @property
+    def repo_git(self) -> Path:
+        return self.root / REPO_DIR
+
+    @property
+    def inbox_root(self) -> Path:
+        return self.root / INBOX_DIR
+
+    @property
+    def steps_root(self) -> Path:
+        return self.root / STEPS_DIR
+
+    @property
+    def agents_root(self) -> Path:
+        return self.root / AGENTS_DIR
+
+    def inbox_dir(self, agent_id: str) -> Path:
+        return self.inbox_root / require_agent_id(agent_id)
+
+    def worktree(self, agent_id: str) -> Path:
+        return self.agents_root / require_agent_id(agent_id)
+
+    def steps_dir(self, agent_id: str) -> Path:
+        return self.steps_root / require_agent_id(agent_id)
+
+    def driver_log(self, agent_id: str) -> Path:
+        return self.steps_dir(agent_id) / DRIVER_LOG
+
+    # ---------------------------------------------------------------- guards
+
+    def check_layout(self) -> None:
+        """R-WS-2: ``repo.git`` must be a directory; a ``root/.git`` is the retired layout."""
+        if (self.root / REPO_DIR).is_dir():
+            return
+        if (self.root / "root" / ".git").exists():
+            raise OldLayout(str(self.root))
+        raise NotAWorkspace(str(self.root))
+
+    def agent_exists(self, agent_id: str) -> bool:
+        """R-ID-4: ``rev-parse --verify --quiet refs/heads/agents/<id>``; any failure is "no"."""
+        if not is_agent_id(agent_id):
+            return False
+        if agent_id in self._known:
+            return True
+        try:
+            result = self.git.run(
+                self.repo_git,
+                ["rev-parse", "--verify", "--quiet", AGENT_REF_PREFIX + agent_id],
+                check=False,
+            )
+        except OSError:
+            return False
+        if result.returncode == 0:
+            self._known.add(agent_id)
+            return True
+        return False
+
+    def require_agent(self, agent_id: str, reason: str) -> None:
+        """R-ID-4: raise :class:`UnknownAgent` (with ``reason``) unless the agent exists."""
+        if not self.agent_exists(agent_id):
+            raise UnknownAgent(agent_id, reason)
+
+    # ---------------------------------------------------------------- registry
+
+    def agent_ids(self) -> list[str]:
+        """R-WS-3: every agent id, sorted (the ``refs/heads/agents/*`` refs)."""
+        out = self.git.run(
+            self.repo_git, ["for-each-ref", "--format=%(refname)", AGENT_REF_PREFIX]
+        ).stdout
+        ids = [line[len(AGENT_REF_PREFIX) :] for line in out.splitlines()]
+        return sorted(i for i in ids if i)
+
+    def agent_name(self, agent_id: str) -> str:
+        """The trimmed ``name`` blob on the agent's branch; ``''`` when unnamed or unreadable."""
+        result = self.git.run(
+            self.repo_git, ["show", f"{AGENT_REF_PREFIX}{agent_id}:{NAME_FILE}"], check=False
+        )
+        return result.stdout.strip() if result.returncode == 0 else ""
+
+    def agents_named(self, name: str) -> list[str]:
+        """The ids of the agents whose trimmed name is ``name`` (never matches ``''``)."""
+        if not name:
+            return []
+        return [i for i in self.agent_ids() if self.agent_name(i) == name]
+
+    def resolve_name(self, needle: str) -> str:
+        """R-ID-6: an existing id wins; else the one agent wearing the name; several → refuse.
+
+        With no match (or a registry that cannot be read) the needle comes back unchanged
+        and the existence guard declines it later.
+        """
+        if self.agent_exists(needle):
+            return needle
+        try:
+            hits = self.agents_named(needle)
+        except (LernieError, OSError):
+            return needle
+        if len(hits) == 1:
+            return hits[0]
+        if len(hits) > 1:
+            raise AmbiguousName(needle, hits)
+        return needle
+
+    # ---------------------------------------------------------------- refs
+
+    def branch_tip(self, agent_id: str) -> str:
+        """The full sha of ``agents/<id>``."""
+        return self.git.run(
+            self.repo_git, ["rev-parse", "--verify", AGENT_REF_PREFIX + agent_id]
+        ).stdout
+
+    def set_mark(self, kind: str, agent_id: str, sha: str) -> None:
+        """R-WS-5: point ``refs/lernie/<kind>/<id>`` at ``sha``."""
+        self.git.run(self.repo_git, ["update-ref", f"{MARK_REF_PREFIX}{kind}/{agent_id}", sha])
+
+    def has_mark(self, kind: str, agent_id: str) -> bool:
+        result = self.git.run(
+            self.repo_git,
+            ["rev-parse", "--verify", "--quiet", f"{MARK_REF_PREFIX}{kind}/{agent_id}"],
+            check=False,
+        )
+        return result.returncode == 0
+
+    # ---------------------------------------------------------------- agents
+
+    def check_new_name(self, name: str) -> None:
+        """A new agent's name: empty (unnamed), or one whitespace-free path component whose
+        first ``-`` token is not timestamp-shaped (names never look like ids), not yet worn."""
+        if not name:
+            return
+        if not is_agent_id(name) or any(c.isspace() for c in name) or not _is_utf8(name):
+            raise WorkspaceError(
+                f"agent name {debug_quote(name)} is not usable — a name is one path component "
+                "of UTF-8 text with no whitespace, `/`, `\\` or NUL"
+            )
+        if is_timestamp_token(name.split("-", 1)[0]):
+            raise WorkspaceError(
+                f"agent name {debug_quote(name)} starts like an agent id (a YYYYMMDDTHHMMSSZ "
+                "token); choose a name that cannot be mistaken for an id"
+            )
+        worn = self.agents_named(name)
+        if worn:
+            raise WorkspaceError(
+                f"agent name {debug_quote(name)} is already worn by {', '.join(worn)} in this "
+                "workspace; choose another name"
+            )
+
+    def _fresh(self, agent_id: str) -> str:
+        if self.agent_exists(agent_id):
+            raise WorkspaceError(f"minted agent id {debug_quote(agent_id)} already exists")
+        return agent_id
+
+    def mint_root(self, clock: Clock) -> str:
+        """R-ID-5: a fresh root id."""
+        return self._fresh(mint_root_id(clock))
+
+    def mint_child(self, parent: str, clock: Clock) -> str:
+        """R-ID-5: a fresh child id of ``parent``."""
+        return self._fresh(mint_child_id(parent, clock))
+
+    def _write_pinned(self, worktree: Path, name: str, goal: str) -> None:
+        (worktree / GOAL_FILE).write_bytes(goal.encode("utf-8", "surrogateescape"))
+        (worktree / NAME_FILE).write_bytes(
+            (f"{name}\n" if name else "").encode("utf-8", "surrogateescape")
+        )
+
+    def _add_worktree(self, agent_id: str, start: str) -> Path:
+        worktree = self.worktree(agent_id)
+        self.git.run(
+            self.repo_git,
+            [
+                "worktree",
+                "add",
+                "-q",
+                "-b",
+                f"agents/{agent_id}",
+                str(self._abs / AGENTS_DIR / agent_id),
+                start,
+            ],
+        )
+        return worktree
+
+    def _commit_pinned(self, worktree: Path, subject: str) -> None:
+        """Commit the pinned files (``goal.md``, ``name``) as the agent's dispatch commit."""
+        self.git.run(worktree, ["add", "--", GOAL_FILE, NAME_FILE])
+        self.git.run(worktree, ["commit", "-q", "--allow-empty", "--no-verify", "-m", subject])
+
+    def create_root_agent(self, agent_id: str, name: str, goal: str) -> None:
+        """R-WS-4: branch ``agents/<id>`` from ``config/default``, its worktree, and the
+        ``step 001: dispatch`` commit."""
+        require_agent_id(agent_id)
+        worktree = self._add_worktree(agent_id, f"refs/heads/{CONFIG_BRANCH}")
+        self._write_pinned(worktree, name, goal)
+        self._commit_pinned(worktree, f"step 001: dispatch [{agent_id}]")
+
+    def create_child_agent(self, parent: str, child: str, name: str, goal: str) -> None:
+        """R-WS-4: fork ``agents/<child>`` from the parent's tip; the dispatch commit drops the
+        inherited ``messages/`` so the child's transcript starts at ``001-<parent>.md``."""
+        require_agent_id(parent)
+        require_agent_id(child)
+        worktree = self._add_worktree(child, AGENT_REF_PREFIX + parent)
+        self.git.run(worktree, ["rm", "-r", "-q", "--ignore-unmatch", "--", "messages"])
+        self._write_pinned(worktree, name, goal)
+        self._commit_pinned(worktree, f"dispatch: {CHILD_ROLE} [{child}]")
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def require_workspace(path: str | Path, git: GitRunner | None = None) -> Workspace:
+    """R-WS-2: a :class:`Workspace` for ``path``, or NotAWorkspace / OldLayout."""
+    ws = Workspace(path, git)
+    ws.check_layout()
+    return ws
+
+
+def create_workspace(path: str | Path, git: GitRunner | None = None) -> Workspace:
+    """R-WS-1: ``lernie new``: a fresh workspace in a new or empty directory.
+
+    On failure everything this call created is removed again.
+    """
+    import shutil
+
+    from lernie_ref.substrate.config import write_default
+
+    ws = Workspace(path, git)
+    root = ws.root
+    if (root / REPO_DIR).exists():
+        raise WorkspaceError(f"{root} is already a workspace (repo.git exists)")
+    if root.exists() or root.is_symlink():
+        if not root.is_dir():
+            raise WorkspaceError(f"{root} exists and is not a directory")
+        if any(root.iterdir()):
+            raise WorkspaceError(
+                f"{root} is not empty — `lernie new` creates a workspace in a new or empty "
+                "directory"
+            )
+        made_root = False
+    else:
+        made_root = True
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        ws.git.run(root, ["init", "--bare", "-q", REPO_DIR])
+        for key, value in _IDENTITY:
+            ws.git.run(ws.repo_git, ["config", key, value])
+        tree = ws.git.run(ws.repo_git, ["mktree"], input=b"").stdout
+        commit = ws.git.run(ws.repo_git, ["commit-tree", tree, "-m", "config: default"]).stdout
+        ws.git.run(ws.repo_git, ["update-ref", f"refs/heads/{CONFIG_BRANCH}", commit])
+        ws.git.run(ws.repo_git, ["symbolic-ref", "HEAD", f"refs/heads/{CONFIG_BRANCH}"])
+        for sub in (INBOX_DIR, STEPS_DIR, AGENTS_DIR):
+            (root / sub).mkdir()
+        write_default(root)
+    except BaseException as exc:
+        if made_root:
+            shutil.rmtree(root, ignore_errors=True)
+        elif root.is_dir():
+            for child in root.iterdir():
+                if child.is_dir() and not child.is_symlink():
+                    shutil.rmtree(child, ignore_errors=True)
+                else:
+                    child.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise WorkspaceError(f"create workspace {root}: {io_text(exc)}") from None
+        raise
+    return ws

@@ -1,1 +1,0 @@
-"""One module per CLI verb: ``configure(parser)`` and ``run(namespace) -> str | None``."""

@@ -1,0 +1,42 @@
+"""The layers hold: the pure core imports no I/O module and nothing of the package outside
+``core/``; the vocabulary module imports nothing of the package at all (the model may
+import it)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CORE = ROOT / "lernie_ref" / "core"
+IO_MODULES = {"os", "subprocess", "fcntl", "signal"}
+
+
+def imported(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return names
+
+
+def test_core_imports_no_io_module_and_nothing_outside_core() -> None:
+    files = sorted(CORE.glob("*.py"))
+    assert files
+    for path in files:
+        for name in imported(path):
+            assert name.split(".")[0] not in IO_MODULES, f"{path.name} imports {name}"
+            if name.startswith("lernie_ref"):
+                assert name.startswith("lernie_ref.core"), f"{path.name} imports {name}"
+
+
+def test_vocab_imports_nothing_of_the_package() -> None:
+    assert not {n for n in imported(CORE / "vocab.py") if n.startswith("lernie_ref")}
+
+
+def test_the_check_sees_a_planted_io_import(tmp_path: Path) -> None:
+    planted = tmp_path / "planted.py"
+    planted.write_text("from __future__ import annotations\nimport os.path\n")
+    assert "os.path" in imported(planted)

@@ -199,7 +199,7 @@ class AnthropicModel:
 
         def attempt() -> tuple[str | None, str]:
             raw = self._client.messages.with_raw_response.create(**body)
-            return raw.headers.get("request-id"), raw.text
+            return raw.headers.get("request-id"), raw.http_response.text
 
         answer = self._retrier.run(attempt, should_stop)
         if answer is None:

@@ -236,7 +236,7 @@ class OpenAIModel:
 
         def attempt() -> tuple[str | None, str]:
             raw = self._client.chat.completions.with_raw_response.create(**body)
-            return raw.headers.get("x-request-id"), raw.text
+            return raw.headers.get("x-request-id"), raw.http_response.text
 
         answer = self._retrier.run(attempt, should_stop)
         if answer is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 
@@ -102,3 +103,22 @@ def test_r_step_5_model_timeout_fails_the_hop_with_one_line_through_the_cli(
     )
     assert names(ws, root) == ["001-user.md"]
     assert lock_is_free(ws, root)
+
+
+def test_r_step_8_the_scripted_default_never_imports_an_sdk(ws: Workspace) -> None:
+    code = (
+        "import sys\n"
+        "from lernie_ref.cli import main\n"
+        "assert main(['prompt', sys.argv[1], 'hi', '--wait']) == 0\n"
+        "from lernie_ref.config import load\n"
+        "from lernie_ref.models import select_model\n"
+        "select_model('scripted', config=load(__import__('pathlib').Path(sys.argv[1]), {}))\n"
+        "loaded = {'anthropic', 'openai', 'httpx', 'httpx2', 'lernie_ref.adapters'}\n"
+        "print(sorted(loaded & set(sys.modules)))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(ws.root)], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "[]"
+    wait_quiescent(ws)

@@ -111,9 +111,7 @@ def test_r_step_5_a_hanging_model_is_killed_with_its_group_after_model_timeout(
     text = str(caught.value)
     assert "\n" not in text
     assert text.startswith("model command [")
-    assert text.endswith(
-        "gave no answer within 2 s (model_timeout); its process group was killed"
-    )
+    assert text.endswith("gave no answer within 2 s (model_timeout); its process group was killed")
     for pid in map(int, pids.read_text().split()):
         assert not _alive(pid)
 

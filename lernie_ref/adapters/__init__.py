@@ -18,15 +18,18 @@ Selection: ``lernie.toml``'s ``model`` unless the environment variable
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
+import signal
 import subprocess
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import IO, Protocol
 
 from lernie_ref.core.entry import Block, text_block, tool_use_block, tool_use_ids
 from lernie_ref.core.errors import (
@@ -36,6 +39,7 @@ from lernie_ref.core.errors import (
     io_text,
 )
 from lernie_ref.core.frontmatter import rust_lines, split_frontmatter, terminal_ref_of
+from lernie_ref.substrate.config import Config
 from lernie_ref.substrate.transcript import TranscriptEntry, WireMessage
 
 StopCheck = Callable[[], bool]
@@ -363,9 +367,18 @@ def parse_reply(raw: bytes, used_ids: Sequence[str]) -> ModelReply:
 
 
 class CommandModel:
-    """An executable speaking JSON: the request on stdin, the content blocks on stdout."""
+    """An executable speaking JSON: the request on stdin, the content blocks on stdout.
 
-    def __init__(self, command: str, model_id: str = "command") -> None:
+    The process runs in a session (and process group) of its own. The request is
+    written by a thread of its own and stdin is closed after the last byte, while
+    stdout and stderr are read by two more threads, so no pipe buffer can fill up
+    with both sides waiting on each other whatever the sizes or the model's reading
+    speed. A stop or ``timeout`` seconds without an answer kill the whole group.
+    """
+
+    def __init__(
+        self, command: str, model_id: str = "command", timeout: float | None = None
+    ) -> None:
         try:
             self._argv = shlex.split(command)
         except ValueError as exc:  # e.g. an unclosed quote: one clear line, never a traceback
@@ -373,6 +386,7 @@ class CommandModel:
                 f"model command {command!r} cannot be split into words: {exc}"
             ) from None
         self._model_id = model_id
+        self._timeout = timeout
 
     @property
     def model_id(self) -> str:
@@ -395,24 +409,21 @@ class CommandModel:
                 stderr=subprocess.PIPE,
                 cwd=request.worktree,
                 env=env,
+                start_new_session=True,
             )
         except OSError as exc:
             raise ModelError(
                 f"model command {debug_list(self._argv)} could not start: {io_text(exc)}"
             ) from None
-        stdin: bytes | None = payload
-        while True:
-            try:
-                out, err = proc.communicate(stdin, timeout=0.1)
-                break
-            except subprocess.TimeoutExpired:
-                stdin = None
-                if should_stop():
-                    proc.kill()
-                    proc.communicate()
-                    return ModelReply([])
-        if should_stop():
+        outcome = _exchange(proc, payload, should_stop, self._timeout)
+        if outcome is None:
             return ModelReply([])
+        if isinstance(outcome, str):  # "timeout"
+            raise ModelError(
+                f"model command {debug_list(self._argv)} gave no answer within "
+                f"{self._timeout:g} s (model_timeout); its process group was killed"
+            )
+        out, err = outcome
         if proc.returncode != 0:
             detail = _one_line(err.decode("utf-8", "replace"))
             raise ModelError(
@@ -425,10 +436,107 @@ class CommandModel:
         return parse_reply(out, used)
 
 
-def select_model(model: str, model_command: str = "") -> ModelAdapter:
-    """R-STEP-6: the adapter named by the configuration (``scripted`` or ``command``)."""
+_POLL_S = 0.05
+
+
+def _pump_in(pipe: IO[bytes], payload: bytes) -> None:
+    """Write the whole request, then close stdin; a model that exits unread is not an error."""
+    with contextlib.suppress(OSError):  # BrokenPipeError: the model closed its stdin
+        view = memoryview(payload)
+        while view:
+            written = os.write(pipe.fileno(), view[: 1 << 16])
+            view = view[written:]
+    with contextlib.suppress(OSError):
+        pipe.close()
+
+
+def _pump_out(pipe: IO[bytes], sink: list[bytes]) -> None:
+    with contextlib.suppress(OSError):
+        while chunk := os.read(pipe.fileno(), 1 << 16):
+            sink.append(chunk)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def _exchange(
+    proc: subprocess.Popen[bytes], payload: bytes, should_stop: StopCheck, timeout: float | None
+) -> tuple[bytes, bytes] | str | None:
+    """Feed ``payload`` and collect stdout and stderr concurrently until the model is done.
+
+    Returns ``(stdout, stderr)``; ``None`` after a stop; ``"timeout"`` when ``timeout``
+    seconds passed first. Either way out the model's process group is killed; the pipe
+    threads then see end-of-file and finish.
+    """
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    out: list[bytes] = []
+    err: list[bytes] = []
+    threads = [
+        threading.Thread(target=_pump_in, args=(proc.stdin, payload), daemon=True),
+        threading.Thread(target=_pump_out, args=(proc.stdout, out), daemon=True),
+        threading.Thread(target=_pump_out, args=(proc.stderr, err), daemon=True),
+    ]
+    for thread in threads:
+        thread.start()
+    deadline = None if timeout is None else time.monotonic() + timeout
+    result: str | None = ""
+    # Done when the model exited and both output pipes reached end-of-file (a helper it
+    # left behind holding them open keeps the call going until the deadline).
+    while proc.poll() is None or threads[1].is_alive() or threads[2].is_alive():
+        if should_stop():
+            result = None
+            break
+        if deadline is not None and time.monotonic() >= deadline:
+            result = "timeout"
+            break
+        waiting = [t for t in threads[1:] if t.is_alive()]
+        if waiting:
+            waiting[0].join(_POLL_S)
+        else:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(_POLL_S)
+    if result != "":
+        _kill_group(proc)
+    for thread in threads:
+        thread.join()
+    for pipe in (proc.stdout, proc.stderr):
+        pipe.close()
+    if result != "":
+        return result
+    return b"".join(out), b"".join(err)
+
+
+def select_model(
+    model: str,
+    model_command: str = "",
+    *,
+    config: Config | None = None,
+    env: Mapping[str, str] | None = None,
+    root: Path | None = None,
+) -> ModelAdapter:
+    """R-STEP-6: the adapter named by the configuration.
+
+    ``scripted``, ``command``, or a provider adapter (``anthropic``, ``openai``,
+    R-STEP-8), whose SDK is imported here and only here; building a provider
+    adapter checks its extra, key and settings before any call.
+    """
     if model == "scripted":
         return ScriptedModel()
     if model == "command":
-        return CommandModel(model_command)
-    raise ConfigError(f"unknown model {model!r}: the models are `scripted` and `command`")
+        return CommandModel(model_command, timeout=None if config is None else config.model_timeout)
+    if model in ("anthropic", "openai"):
+        settings = config or Config()
+        where = os.environ if env is None else env
+        if model == "anthropic":
+            from lernie_ref.adapters.anthropic import AnthropicModel
+
+            return AnthropicModel(settings.anthropic, where, root)
+        from lernie_ref.adapters.openai import OpenAIModel
+
+        return OpenAIModel(settings.openai, where, root)
+    raise ConfigError(
+        f"unknown model {model!r}: the models are `scripted`, `command`, `anthropic` and `openai`"
+    )

@@ -76,7 +76,9 @@ def run(ns: argparse.Namespace) -> str | None:
     try:
         config = load(ws.root, os.environ)
         deps = HopDeps(
-            model=select_model(config.model, config.model_command),
+            model=select_model(
+                config.model, config.model_command, config=config, env=os.environ, root=ws.root
+            ),
             launcher=AdvanceLauncher(),
             clock=SystemClock(),
             config=config,

@@ -49,6 +49,46 @@ class AgentStatus:
     transcript_length: int | None
     """Entries in ``messages/``; ``None`` when the transcript cannot be read."""
     died_mid_work: bool
+    input_tokens: int = 0
+    """R-STATUS-4: input tokens reported in the ``usage`` of the agent's model entries."""
+    output_tokens: int = 0
+    """R-STATUS-4: output tokens reported likewise."""
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+INPUT_COUNTERS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+OUTPUT_COUNTERS = ("output_tokens",)
+
+
+def token_usage(entries: Sequence[Entry]) -> tuple[int, int]:
+    """R-STATUS-4: (input, output) tokens summed over the ``usage`` of the model entries.
+
+    Input counts ``input_tokens`` and the cache counters, output ``output_tokens``;
+    other counters, and entries that cannot be read, count nothing.
+    """
+    tokens_in = tokens_out = 0
+    for entry in entries:
+        if entry.delivered or entry.origin == "tool":
+            continue
+        try:
+            parsed: object = json.loads(entry.path.read_bytes())
+        except (OSError, ValueError):
+            continue
+        usage = parsed.get("usage") if isinstance(parsed, dict) else None
+        if not isinstance(usage, dict):
+            continue
+        for names, add_in in ((INPUT_COUNTERS, True), (OUTPUT_COUNTERS, False)):
+            for name in names:
+                value = usage.get(name)
+                if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                    if add_in:
+                        tokens_in += value
+                    else:
+                        tokens_out += value
+    return tokens_in, tokens_out
 
 
 def _read(path: Path) -> str | None:
@@ -144,6 +184,7 @@ def status(ws: Workspace) -> list[AgentStatus]:
         except LernieError:
             condition = Condition.AT_REST
         own = entries.get(agent)
+        tokens_in, tokens_out = token_usage(own or [])
         epitaph = last_epitaph(own, tip, returned, budget, lookup, agent, stop_mark)
         # A stop leaves the same disk state as a death, but its mark (and, for a child, its
         # obituary) sits at the tip.
@@ -159,6 +200,8 @@ def status(ws: Workspace) -> list[AgentStatus]:
                 last_epitaph=epitaph,
                 transcript_length=None if own is None else len(own),
                 died_mid_work=condition is Condition.DIED_MID_WORK and not stopped_at_tip,
+                input_tokens=tokens_in,
+                output_tokens=tokens_out,
             )
         )
     return rows
@@ -185,14 +228,35 @@ def _cells(row: AgentStatus) -> tuple[str, ...]:
 
 
 def render_table(rows: Sequence[AgentStatus]) -> str:
-    """R-STATUS-1: a plain table, columns padded to their widest cell, two spaces apart."""
-    table = [HEADERS, *(_cells(r) for r in rows)]
-    widths = [max(len(line[i]) for line in table) for i in range(len(HEADERS))]
-    return "\n".join(
+    """R-STATUS-1: a plain table, columns padded to their widest cell, two spaces apart.
+
+    R-STATUS-4: once some model entry reported usage, a ``TOKENS`` column (input plus
+    output per agent) and a closing ``tokens: <total> (input <i>, output <o>)`` line.
+    """
+    with_tokens = any(r.tokens for r in rows)
+    headers = (*HEADERS, "TOKENS") if with_tokens else HEADERS
+    body = [(*_cells(r), str(r.tokens)) if with_tokens else _cells(r) for r in rows]
+    table = [headers, *body]
+    widths = [max(len(line[i]) for line in table) for i in range(len(headers))]
+    text = "\n".join(
         "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
         for line in table
     )
+    if with_tokens:
+        tokens_in = sum(r.input_tokens for r in rows)
+        tokens_out = sum(r.output_tokens for r in rows)
+        text += f"\ntokens: {tokens_in + tokens_out} (input {tokens_in}, output {tokens_out})"
+    return text
 
 
 def render_json(rows: Sequence[AgentStatus]) -> str:
-    return json.dumps({"agents": [asdict(r) for r in rows]}, sort_keys=True)
+    """R-STATUS-4: each row carries its counters and ``tokens``; ``tokens`` at the top sums them."""
+    tokens_in = sum(r.input_tokens for r in rows)
+    tokens_out = sum(r.output_tokens for r in rows)
+    return json.dumps(
+        {
+            "agents": [{**asdict(r), "tokens": r.tokens} for r in rows],
+            "tokens": {"input": tokens_in, "output": tokens_out, "total": tokens_in + tokens_out},
+        },
+        sort_keys=True,
+    )

@@ -12,13 +12,45 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from lernie_ref.core.errors import ConfigError
 
 CONFIG_FILE = "lernie.toml"
 ENV_PREFIX = "LERNIE_"
+
+
+DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-5"
+DEFAULT_OPENAI_MODEL = "gpt-4.1-mini"
+
+
+@dataclass(frozen=True)
+class ProviderSettings:
+    """A provider adapter's table, ``[anthropic]`` or ``[openai]`` (R-STEP-6, R-STEP-8).
+
+    Each key is overridable by ``LERNIE_<TABLE>_<KEY>`` (``LERNIE_ANTHROPIC_MODEL``).
+    """
+
+    model: str
+    """The provider's model name."""
+    max_tokens: int = 4096
+    """The most output tokens one call may produce."""
+    system: str = ""
+    """The system prompt; empty: the built-in one. Exclusive with ``system_file``."""
+    system_file: str = ""
+    """A file holding the system prompt (relative paths from the workspace directory)."""
+    temperature: float | None = None
+    """Sampling temperature; unset: the provider's default."""
+    timeout: float = 600.0
+    """Seconds one HTTP attempt may take."""
+    max_retries: int = 5
+    """Retries after a rate limit, an overload, a 5xx or a broken connection."""
+    retry_backoff: float = 1.0
+    """Seconds before the first retry; doubled for each later one (capped), with jitter."""
+
+
+PROVIDERS = ("anthropic", "openai")
 
 
 @dataclass(frozen=True)
@@ -29,14 +61,26 @@ class Config:
     """For ``command``: a shell-free command line (split with shlex)."""
     step_budget: int = 100
     """Model calls one agent may make before it stops as ``budget-exhausted``."""
+    model_timeout: float = 600.0
+    """Seconds one ``command`` model call may take before its process group is killed."""
+    anthropic: ProviderSettings = field(
+        default_factory=lambda: ProviderSettings(model=DEFAULT_ANTHROPIC_MODEL)
+    )
+    """The ``[anthropic]`` table (``model = "anthropic"``)."""
+    openai: ProviderSettings = field(
+        default_factory=lambda: ProviderSettings(model=DEFAULT_OPENAI_MODEL)
+    )
+    """The ``[openai]`` table (``model = "openai"``)."""
 
 
 DEFAULT_TEXT = """\
 # lernie workspace configuration. Each key can be overridden by the
 # environment variable LERNIE_<KEY> (upper case), e.g. LERNIE_MODEL=command.
 
-# The model adapter: "scripted" (deterministic, no network) or "command"
-# (an executable that reads the request as JSON on stdin and answers on stdout).
+# The model adapter: "scripted" (deterministic, no network), "command"
+# (an executable that reads the request as JSON on stdin and answers on stdout),
+# "anthropic" (the Messages API; key in ANTHROPIC_API_KEY) or "openai" (Chat
+# Completions, or any compatible server via OPENAI_BASE_URL; key in OPENAI_API_KEY).
 model = "scripted"
 
 # For model = "command": the command line to run (no shell; split like a shell would).
@@ -44,6 +88,21 @@ model_command = ""
 
 # Model calls an agent may make before it stops with epitaph budget-exhausted.
 step_budget = 100
+
+# Seconds a "command" model may take for one answer; then its process group is
+# killed and the step fails (nothing is committed; the next touch tries again).
+model_timeout = 600.0
+
+# Settings of the provider adapters (all optional), e.g.
+# [anthropic]
+# model = "claude-sonnet-4-5"   # LERNIE_ANTHROPIC_MODEL
+# max_tokens = 4096
+# system_file = "system.md"     # or system = "..."
+# temperature = 0.2
+# timeout = 600.0               # seconds per HTTP attempt
+# max_retries = 5               # on 429, 529, 5xx and broken connections
+# retry_backoff = 1.0           # seconds before the first retry, then doubled
+# [openai] takes the same keys (LERNIE_OPENAI_MODEL, ...).
 """
 
 
@@ -58,6 +117,12 @@ def write_default(ws: Path) -> Path:
 def _check(name: str, value: object, default: object, where: str) -> object:
     if isinstance(default, bool):
         ok = isinstance(value, bool)
+    elif isinstance(default, float):
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        if ok and isinstance(value, int | float):
+            value = float(value)
+            if not 0 < value < float("inf"):
+                raise ConfigError(f"{where}: {name} must be a positive number of seconds")
     elif isinstance(default, int):
         ok = isinstance(value, int) and not isinstance(value, bool)
     else:
@@ -79,7 +144,61 @@ def _from_env(name: str, raw: str, default: object) -> object:
         if raw not in ("true", "false"):
             raise ConfigError(f"{var}={raw!r}: expected true or false")
         return raw == "true"
-    if isinstance(default, int):
+    return _env_value(var, raw, default)
+
+
+def _provider_value(name: str, value: object, default: object, where: str) -> object:
+    if name == "temperature":
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"{where}: temperature must be a number, not {type(value).__name__}")
+        if not 0 <= value < float("inf"):
+            raise ConfigError(f"{where}: temperature must be a number from 0 up")
+        return float(value)
+    value = _check(name, value, default, where)
+    if name in ("max_tokens", "max_retries") and isinstance(value, int):
+        low = 1 if name == "max_tokens" else 0
+        if value < low:
+            raise ConfigError(f"{where}: {name} must be at least {low}, not {value}")
+    if name == "model" and value == "":
+        raise ConfigError(f"{where}: model must not be empty")
+    return value
+
+
+def _provider(
+    table_name: str, table: object, env: Mapping[str, str], path: Path
+) -> ProviderSettings:
+    """One ``[<provider>]`` table: known keys only, typed, then ``LERNIE_<TABLE>_<KEY>``."""
+    base: ProviderSettings = getattr(Config(), table_name)
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: {table_name} must be a table ([{table_name}])")
+    defaults = {f.name: getattr(base, f.name) for f in dataclasses.fields(ProviderSettings)}
+    values: dict[str, object] = {}
+    for key, value in table.items():
+        if key not in defaults:
+            known = ", ".join(sorted(defaults))
+            raise ConfigError(
+                f"{path}: unknown setting {key!r} in [{table_name}] (known settings: {known})"
+            )
+        values[key] = _provider_value(key, value, defaults[key], f"{path} [{table_name}]")
+    for key, default in defaults.items():
+        var = f"{ENV_PREFIX}{table_name.upper()}_{key.upper()}"
+        raw = env.get(var)
+        if raw:
+            kind = 0.0 if key == "temperature" else default
+            values[key] = _provider_value(key, _env_value(var, raw, kind), default, var)
+    if values.get("system") and values.get("system_file", base.system_file):
+        raise ConfigError(f"[{table_name}]: set system or system_file, not both")
+    return dataclasses.replace(base, **values)  # type: ignore[arg-type]
+
+
+def _env_value(var: str, raw: str, default: object) -> object:
+    """``raw`` parsed like the default's type (the message names ``var``)."""
+    if isinstance(default, float):
+        try:
+            return float(raw)
+        except ValueError:
+            raise ConfigError(f"{var}={raw!r}: expected a number") from None
+    if isinstance(default, int) and not isinstance(default, bool):
         digits = raw[1:] if raw[:1] in "+-" else raw
         if not digits.isascii() or not digits.isdigit():
             raise ConfigError(f"{var}={raw!r}: expected an integer")
@@ -88,11 +207,14 @@ def _from_env(name: str, raw: str, default: object) -> object:
 
 
 def load(ws: Path, env: Mapping[str, str]) -> Config:
-    """Read ``<ws>/lernie.toml`` (absent → defaults), then apply ``LERNIE_<FIELD>`` overrides."""
+    """Read ``<ws>/lernie.toml`` (absent → defaults), then apply ``LERNIE_<FIELD>`` overrides.
+
+    The provider tables (``[anthropic]``, ``[openai]``) are read by :func:`_provider`.
+    """
     import tomllib
 
     path = ws / CONFIG_FILE
-    fields = {f.name: f.default for f in dataclasses.fields(Config)}
+    fields = {f.name: f.default for f in dataclasses.fields(Config) if f.name not in PROVIDERS}
     values: dict[str, object] = {}
     try:
         with open(path, "rb") as handle:
@@ -104,8 +226,10 @@ def load(ws: Path, env: Mapping[str, str]) -> Config:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: {exc}") from None
     for key, value in table.items():
+        if key in PROVIDERS:
+            continue
         if key not in fields:
-            known = ", ".join(sorted(fields))
+            known = ", ".join(sorted([*fields, *(f"[{p}]" for p in PROVIDERS)]))
             raise ConfigError(f"{path}: unknown key {key!r} (known keys: {known})")
         values[key] = _check(key, value, fields[key], str(path))
     for name, default in fields.items():
@@ -114,4 +238,6 @@ def load(ws: Path, env: Mapping[str, str]) -> Config:
             values[name] = _check(
                 name, _from_env(name, raw, default), default, ENV_PREFIX + name.upper()
             )
+    for provider in PROVIDERS:
+        values[provider] = _provider(provider, table.get(provider, {}), env, path)
     return Config(**values)  # type: ignore[arg-type]

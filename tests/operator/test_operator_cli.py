@@ -122,6 +122,9 @@ def test_r_status_1_table_and_json(ws: Workspace) -> None:
         "last_epitaph": "final-response",
         "transcript_length": 2,
         "died_mid_work": False,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "tokens": 0,
     }
     assert by_id[dead]["died_mid_work"] is True
     assert tree_listing(ws.root) == before  # status writes nothing
@@ -149,7 +152,10 @@ def test_r_status_1_empty_workspace_prints_the_header(ws: Workspace) -> None:
     proc = run_cli(["status", str(ws.root)])
     assert proc.returncode == 0
     assert proc.stdout.split() == " ".join(HEADERS).split()
-    assert json.loads(run_cli(["status", str(ws.root), "--json"]).stdout) == {"agents": []}
+    assert json.loads(run_cli(["status", str(ws.root), "--json"]).stdout) == {
+        "agents": [],
+        "tokens": {"input": 0, "output": 0, "total": 0},
+    }
 
 
 def test_r_scan_1_a_ref_that_is_not_an_agent_id_is_ignored(ws: Workspace) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 
 
@@ -13,5 +12,6 @@ def main(argv: Sequence[str]) -> int:
         from lernie_stateful.audit import main as audit_main
 
         return audit_main(rest)
-    print(f"lernie-check: unknown subcommand {verb!r}", file=sys.stderr)
-    return 2
+    from lernie_stateful.conform.run import main as conform_main
+
+    return conform_main(rest)

@@ -208,6 +208,10 @@ def _bench(names: list[str]) -> int:
 
 
 def entry() -> None:
+    if sys.argv[1:2] in (["audit"], ["conform"]):  # the conformance kit (lernie_stateful)
+        from lernie_stateful.conform.cli import main as kit
+
+        sys.exit(kit(sys.argv[1:]))
     try:
         code = main(sys.argv[1:])
         sys.stdout.flush()

@@ -1,0 +1,17 @@
+"""The `lernie-check audit` and `lernie-check conform` subcommands."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def main(argv: Sequence[str]) -> int:
+    """``argv`` starts with the subcommand word, ``audit`` or ``conform``."""
+    verb, rest = argv[0], list(argv[1:])
+    if verb == "audit":
+        from lernie_stateful.audit import main as audit_main
+
+        return audit_main(rest)
+    from lernie_stateful.conform.run import main as conform_main
+
+    return conform_main(rest)

@@ -1,0 +1,427 @@
+"""`lernie-check conform --impl ADAPTER`: run the exact-interface scenarios through an
+implementation's command line and print a scorecard per SPEC rule area.
+
+Theory of operation. A scenario file (``scenarios/*.toml``, language-neutral data)
+holds cases; each case cites the rule ids it checks and is a list of steps: run a
+verb through the adapter's argv template as a subprocess (expected exit code,
+stdout and stderr, exact or as a regular expression), write a file by hand, or
+wait for quiescence. After the last step the kit waits for quiescence (no flock
+held on any inbox, no process naming the workspace; a timeout is itself a
+failure), compares files, directories, refs and commit subjects, and finally
+runs the workspace audit (:mod:`lernie_stateful.audit`) on what is left. A case
+needing a verb the adapter does not give is *not applicable*.
+
+The scorecard groups cases by rule area (``R-DEP-5`` counts for ``R-DEP``; every
+invariant for ``I``): passed / failed / not applicable, with the first failing
+case and its first difference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fnmatch
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from lernie_stateful.audit import AuditError, audit
+from lernie_stateful.conform.adapter import Adapter, AdapterError, fill, load
+
+QUIESCENCE_TIMEOUT = 60.0
+STEP_TIMEOUT = 120.0
+
+
+@dataclass
+class CaseResult:
+    id: str
+    file: str
+    rules: list[str]
+    status: str  # "passed" | "failed" | "n/a"
+    difference: str = ""
+    seconds: float = 0.0
+
+
+@dataclass
+class Scorecard:
+    adapter: str
+    results: list[CaseResult] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def areas(self) -> dict[str, dict[str, object]]:
+        out: dict[str, dict[str, object]] = {}
+        for r in self.results:
+            for area in sorted({area_of(rule) for rule in r.rules}):
+                row = out.setdefault(area, {"passed": 0, "failed": 0, "n/a": 0,
+                                            "first_failure": None})
+                row[r.status] = int(str(row[r.status])) + 1
+                if r.status == "failed" and row["first_failure"] is None:
+                    row["first_failure"] = f"{r.id}: {r.difference}"
+        return dict(sorted(out.items(), key=lambda kv: _area_key(kv[0])))
+
+    @property
+    def applicable(self) -> int:
+        return sum(r.status != "n/a" for r in self.results)
+
+    @property
+    def passed(self) -> int:
+        return sum(r.status == "passed" for r in self.results)
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.passed / self.applicable if self.applicable else 0.0
+
+    def as_json(self) -> dict[str, object]:
+        return {"adapter": self.adapter, "passed": self.passed, "applicable": self.applicable,
+                "cases": len(self.results), "percent": round(self.percent, 1),
+                "seconds": round(self.seconds, 1), "areas": self.areas(),
+                "results": [r.__dict__ for r in self.results]}
+
+    def text(self) -> str:
+        rows = [("area", "passed", "failed", "n/a", "first failure")]
+        for area, row in self.areas().items():
+            rows.append((area, str(row["passed"]), str(row["failed"]), str(row["n/a"]),
+                         str(row["first_failure"] or "-")))
+        widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        lines = [f"conformance of {self.adapter}: {len(self.results)} cases, "
+                 f"{self.seconds:.1f}s", ""]
+        for r in rows:
+            lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False))
+                         + "  " + r[4])
+        lines.append("")
+        lines.append(f"score: {self.passed}/{self.applicable} applicable cases "
+                     f"({self.percent:.0f}%)"
+                     + (f", {len(self.results) - self.applicable} not applicable"
+                        if self.applicable < len(self.results) else ""))
+        return "\n".join(lines)
+
+    def markdown(self) -> str:
+        lines = [f"**Conformance of {self.adapter}**: {self.passed}/{self.applicable} "
+                 f"cases ({self.percent:.0f}%)", "",
+                 "| Area | Passed | Failed | N/A | First failure |", "|---|---|---|---|---|"]
+        for area, row in self.areas().items():
+            first = str(row["first_failure"] or "—").replace("|", "\\|").replace("\n", " ")
+            lines.append(f"| {area} | {row['passed']} | {row['failed']} | {row['n/a']} "
+                         f"| {first} |")
+        return "\n".join(lines)
+
+
+def area_of(rule: str) -> str:
+    if rule.startswith("R-"):
+        return rule.rsplit("-", 1)[0]
+    return rule.split("-", 1)[0]
+
+
+def _area_key(area: str) -> tuple[int, str]:
+    return (1 if area in ("I", "D") else 0, area)
+
+
+class Failed(Exception):
+    """One difference between what the implementation did and what the scenario expects."""
+
+
+# ---------------------------------------------------------------------------
+
+
+def scenario_files(directory: Path | None = None) -> list[tuple[str, str]]:
+    """(name, TOML text) of every scenario file, sorted by name."""
+    if directory is not None:
+        return [(p.name, p.read_text(encoding="utf-8")) for p in sorted(directory.glob("*.toml"))]
+    root = resources.files("lernie_stateful.conform").joinpath("scenarios")
+    return sorted((p.name, p.read_text(encoding="utf-8")) for p in root.iterdir()
+                  if p.name.endswith(".toml"))
+
+
+def cases_of(files: Sequence[tuple[str, str]]) -> list[tuple[str, dict[str, object]]]:
+    out = []
+    for name, text in files:
+        for case in tomllib.loads(text).get("case", []):
+            out.append((name, case))
+    return out
+
+
+def _processes_naming(needle: str) -> list[int]:
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                if needle.encode() in handle.read():
+                    pids.append(int(entry))
+        except OSError:
+            continue
+    return pids
+
+
+def _locked_inboxes(inbox_root: Path) -> list[str]:
+    try:
+        names = os.listdir(inbox_root)
+        with open("/proc/locks") as handle:
+            table = handle.read()
+    except OSError:
+        return []
+    held = set()
+    for line in table.splitlines():
+        parts = line.split()
+        if len(parts) > 5 and parts[1] == "FLOCK":
+            held.add(parts[5])
+    out = []
+    for name in names:
+        with contextlib.suppress(OSError):
+            st = os.stat(inbox_root / name)
+            if f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}" in held:
+                out.append(name)
+    return out
+
+
+def wait_quiescent(ws: Path, adapter: Adapter, timeout: float = QUIESCENCE_TIMEOUT) -> None:
+    """Twice in a row, a poll apart: no process names the workspace, no inbox lock is held."""
+    deadline = time.monotonic() + timeout
+    quiet = 0
+    while quiet < 2:
+        busy = _processes_naming(str(ws)) or _locked_inboxes(ws / adapter.layout.inbox)
+        quiet = 0 if busy else quiet + 1
+        if busy and time.monotonic() > deadline:
+            raise Failed(f"no quiescence after {timeout:.0f}s (still busy: {busy})")
+        time.sleep(0.05)
+
+
+class CaseRunner:
+    def __init__(self, adapter: Adapter, ws: Path) -> None:
+        self.adapter = adapter
+        self.ws = ws
+        lay = adapter.layout
+        self.vars: dict[str, str] = {
+            "ws": str(ws), "prog": adapter.program, "repo": lay.repo, "inbox": lay.inbox,
+            "steps": lay.steps, "agents": lay.agents, "messages": lay.messages,
+            "agent_ref": lay.agent_ref_prefix, "mark_ref": lay.mark_ref_prefix,
+        }
+
+    def text(self, value: object) -> str:
+        return fill(str(value), self.vars)
+
+    def pattern(self, value: object) -> re.Pattern[str]:
+        escaped = {k: re.escape(v) for k, v in self.vars.items()}
+        return re.compile(fill(str(value), escaped), re.DOTALL)
+
+    def run(self, case: Mapping[str, object]) -> None:
+        if not case.get("fresh"):
+            self.verb({"verb": "new", "exit": 0})
+        for step in _tables(case.get("step")):
+            if step.get("wait"):
+                wait_quiescent(self.ws, self.adapter)
+            elif "write" in step:
+                spec = step["write"]
+                assert isinstance(spec, dict)
+                path = self.ws / self.text(spec["path"])
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(self.text(spec["text"]), encoding="utf-8")
+            else:
+                self.verb(step)
+        wait_quiescent(self.ws, self.adapter)
+        expect = case.get("expect", {})
+        assert isinstance(expect, dict)
+        self.expect(expect)
+        if self.adapter.layout.repo and (self.ws / self.adapter.layout.repo).is_dir():
+            try:
+                report = audit(self.ws, self.adapter.layout)
+            except AuditError as exc:
+                raise Failed(f"audit: {exc}") from None
+            bad = report.violations()
+            if bad:
+                raise Failed(f"audit: {bad[0].line()}")
+
+    def verb(self, step: Mapping[str, object]) -> None:
+        verb = str(step["verb"])
+        args = step.get("args", {})
+        assert isinstance(args, dict)
+        values = {"ws": str(self.ws), **{str(k): self.text(v) for k, v in args.items()}}
+        argv = self.adapter.argv(verb, values)
+        env_extra = step.get("env", {})
+        assert isinstance(env_extra, dict)
+        env = self.adapter.env({str(k): self.text(v) for k, v in env_extra.items()}, os.environ)
+        deadline = time.monotonic() + QUIESCENCE_TIMEOUT
+        while True:
+            proc = subprocess.run(argv, capture_output=True, env=env, timeout=STEP_TIMEOUT,
+                                  check=False, stdin=subprocess.DEVNULL)
+            if not step.get("until_stderr_empty") or not proc.stderr:
+                break
+            if time.monotonic() > deadline:
+                raise Failed(f"`{verb}` kept printing {proc.stderr.decode(errors='replace')!r}")
+            time.sleep(0.05)
+        out = proc.stdout.decode("utf-8", "replace")
+        err = proc.stderr.decode("utf-8", "replace")
+        words = [a.replace(str(self.ws), "<ws>") for a in argv[len(self.adapter.command):]]
+        shown = "`" + " ".join(words) + "`"
+        if "exit" in step and proc.returncode != step["exit"]:
+            raise Failed(f"{shown} exited {proc.returncode}, expected {step['exit']} "
+                         f"(stderr {_short(err)})")
+        for stream, got in (("stdout", out), ("stderr", err)):
+            if stream in step and got != self.text(step[stream]):
+                raise Failed(f"{shown} {stream} {_short(got, 200)}, expected "
+                             f"{_short(self.text(step[stream]), 200)}")
+            key = f"{stream}_match"
+            if key in step and not self.pattern(step[key]).fullmatch(got):
+                raise Failed(f"{shown} {stream} {_short(got, 200)} does not match "
+                             f"{self.text(step[key])!r}")
+        if "capture" in step:
+            self.vars[str(step["capture"])] = out.strip()
+
+    def expect(self, expect: Mapping[str, object]) -> None:
+        for d in _strs(expect.get("dirs")):
+            if not (self.ws / self.text(d)).is_dir():
+                raise Failed(f"directory {self.text(d)} missing")
+        for d in _strs(expect.get("empty_dirs")):
+            path = self.ws / self.text(d)
+            if path.is_dir() and os.listdir(path):
+                raise Failed(f"{self.text(d)} holds {sorted(os.listdir(path))}, expected nothing")
+        for p in _strs(expect.get("absent")):
+            if (self.ws / self.text(p)).exists():
+                raise Failed(f"{self.text(p)} exists, expected nothing there")
+        files = expect.get("files", {})
+        assert isinstance(files, dict)
+        for p, want in files.items():
+            got = self.read(self.text(p))
+            if got != self.text(want):
+                raise Failed(f"{self.text(p)} holds {got!r}, expected {self.text(want)!r}")
+        matches = expect.get("files_match", {})
+        assert isinstance(matches, dict)
+        for p, want in matches.items():
+            got = self.read(self.text(p))
+            if not self.pattern(want).fullmatch(got):
+                raise Failed(f"{self.text(p)} holds {got!r}, which does not match "
+                             f"{self.text(want)!r}")
+        for ref in _strs(expect.get("refs")):
+            if not self.git("rev-parse", "--verify", "--quiet", self.text(ref)):
+                raise Failed(f"ref {self.text(ref)} missing")
+        subjects = expect.get("subjects", {})
+        assert isinstance(subjects, dict)
+        for var, patterns in subjects.items():
+            agent = self.vars.get(str(var), str(var))
+            log = self.git("log", "--first-parent", "--reverse", "--format=%s",
+                           self.adapter.layout.agent_ref_prefix + agent)
+            own = [s for s in log.splitlines() if s.endswith(f" [{agent}]")]
+            for i, pat in enumerate(_strs(patterns)):
+                if i >= len(own) or not self.pattern(pat).fullmatch(own[i]):
+                    got = own[i] if i < len(own) else "nothing"
+                    raise Failed(f"commit {i + 1} of {agent} is {got!r}, expected "
+                                 f"{self.text(pat)!r}")
+
+    def read(self, rel: str) -> str:
+        path = self.ws / rel
+        if "*" in rel:
+            found = sorted(p for p in path.parent.glob(path.name)
+                           if fnmatch.fnmatch(p.name, path.name))
+            if len(found) != 1:
+                raise Failed(f"{rel}: {len(found)} files match, expected one")
+            path = found[0]
+        try:
+            return path.read_bytes().decode("utf-8", "replace")
+        except OSError as exc:
+            raise Failed(f"{rel}: {exc.strerror}") from None
+
+    def git(self, *args: str) -> str:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+        proc = subprocess.run(["git", "-C", str(self.ws / self.adapter.layout.repo), *args],
+                              capture_output=True, text=True, env=env, check=False)
+        return proc.stdout if proc.returncode == 0 else ""
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return repr(text if len(text) <= limit else text[:limit] + "…")
+
+
+def _tables(value: object) -> list[dict[str, object]]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _strs(value: object) -> list[str]:
+    return [str(v) for v in value] if isinstance(value, list) else []
+
+
+def _verbs_of(case: Mapping[str, object]) -> set[str]:
+    verbs = {str(s["verb"]) for s in _tables(case.get("step")) if "verb" in s}
+    return verbs | (set() if case.get("fresh") else {"new"})
+
+
+def conform(adapter: Adapter, files: Sequence[tuple[str, str]] | None = None,
+            only: str | None = None, keep: Path | None = None) -> Scorecard:
+    card = Scorecard(adapter.name)
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="lernie-conform-") as tmp:
+        base = keep or Path(tmp)
+        for name, case in cases_of(files if files is not None else scenario_files()):
+            cid = str(case.get("id"))
+            if only and only not in cid:
+                continue
+            rules = _strs(case.get("rules"))
+            if not all(adapter.has(v) for v in _verbs_of(case)):
+                card.results.append(CaseResult(cid, name, rules, "n/a",
+                                               "the adapter does not give "
+                                               + ", ".join(sorted(v for v in _verbs_of(case)
+                                                                  if not adapter.has(v)))))
+                continue
+            ws = base / cid / "ws"
+            ws.parent.mkdir(parents=True, exist_ok=True)
+            t0 = time.monotonic()
+            try:
+                CaseRunner(adapter, ws).run(case)
+                result = CaseResult(cid, name, rules, "passed")
+            except (Failed, AdapterError) as exc:
+                result = CaseResult(cid, name, rules, "failed", str(exc))
+            except subprocess.TimeoutExpired as exc:
+                result = CaseResult(cid, name, rules, "failed", f"timed out: {exc.cmd!r}")
+            finally:
+                for pid in _processes_naming(str(ws)):  # a failed case's drivers
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+            result.seconds = round(time.monotonic() - t0, 2)
+            card.results.append(result)
+            if keep is None:
+                shutil.rmtree(ws.parent, ignore_errors=True)
+    card.seconds = time.monotonic() - start
+    return card
+
+
+def main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="lernie-check conform",
+        description="Run the exact-interface scenarios through an implementation's command "
+                    "line and print a scorecard per SPEC rule area.")
+    parser.add_argument("--impl", required=True,
+                        help="'lernie' (the reference's own adapter) or an adapter TOML file")
+    fmt = parser.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="one JSON object")
+    fmt.add_argument("--markdown", action="store_true", help="a Markdown table")
+    parser.add_argument("--scenarios", type=Path, help="a directory of scenario files to run "
+                        "instead of the installed ones")
+    parser.add_argument("-k", dest="only", help="run only cases whose id contains this text")
+    parser.add_argument("--keep", type=Path, help="leave each case's workspace under this "
+                        "directory (for reading a failure)")
+    args = parser.parse_args(argv)
+    try:
+        adapter = load(args.impl)
+        files = scenario_files(args.scenarios) if args.scenarios else None
+        card = conform(adapter, files, args.only, args.keep)
+    except (AdapterError, tomllib.TOMLDecodeError, OSError) as exc:
+        print(f"lernie-check conform: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(card.as_json(), indent=1))
+    elif args.markdown:
+        print(card.markdown())
+    else:
+        print(card.text())
+    return 0 if card.applicable and card.passed == card.applicable else 1

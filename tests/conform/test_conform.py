@@ -102,7 +102,8 @@ def test_an_implementation_with_another_scan_report_fails_r_scan_only(tmp_path: 
     areas = card.areas()
     assert areas["R-SCAN"]["failed"] == 2 and areas["R-SCAN"]["passed"] == 1  # the JSON passes
     first = str(areas["R-SCAN"]["first_failure"])
-    assert first.startswith("scan-of-a-quiet-workspace: `scan <ws>` stdout") and "inboxes without" in first
+    assert first.startswith("scan-of-a-quiet-workspace: `scan <ws>` stdout")
+    assert "inboxes without" in first
 
 
 def test_the_audit_runs_on_what_each_case_leaves(tmp_path: Path) -> None:

@@ -238,6 +238,7 @@ class Scope(NamedTuple):
     max_seq: int = 3  # deposit numbers (upstream numbering only; beyond: out of scope)
     launch_cap: int = 1  # pending launches per agent (more coalesce)
     errors: int = 0  # hop errors (a failing model adapter, R-STEP-5)
+    message_to: tuple[int, ...] = ()  # agents the operator may message (empty: any)
 
 
 class File(NamedTuple):
@@ -484,7 +485,7 @@ def ext_message(st: State, prof: Profile, scope: Scope) -> Succ:
         return out
     for a, ag in enumerate(st.agents):
         n = _number(prof, ag, USER)
-        if ag.exists and n <= scope.max_seq:
+        if ag.exists and n <= scope.max_seq and (not scope.message_to or a in scope.message_to):
             w = Proc(Role.WRITER, a, Pc.PUBLISH_MESSAGE, target=a, sender=USER, number=n)
             s = st._replace(procs=(*st.procs, w), budget=b._replace(messages=b.messages - 1))
             out.append((Step("R-PROBE-4", -1, f"user: lernie message {name(a)}",
@@ -667,7 +668,7 @@ def drain_list(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     res = [(f.sender, f.n) for f in inbox if own_child_result(scope, a, f)]
     q = tuple(plain + res)
     p = _ph(p, listing=inbox, moved=())
-    also = ("R-DRAIN-1", "R-DEP-11") + (("R-DEP-10",) if res else ())
+    also = ("R-DRAIN-1", "R-DEP-11", "R-STEP-3") + (("R-DEP-10",) if res else ())
     if not q:
         return [(Step("R-DRAIN-3", i, "list inbox: empty", Action.LIST_INBOX, also=also),
                  _put(st, i, _warrant(st, prof, p)))]
@@ -752,7 +753,7 @@ def model_step(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
                        pc=Pc.RESULT_LIST_INBOX if r != NOBODY else Pc.RELEASE_LEASE),
             committed_final=len(ag2.history.value.entries) - 1)
     out.append((Step("R-TERM-1", i, f"model: terminal response (reply to {name(r)})",
-                     Action.MODEL_FINAL, also=("R-ADDR-3", "R-DEBT-2", "R-DEBT-4")),
+                     Action.MODEL_FINAL, also=("R-ADDR-3", "R-DEBT-2", "R-DEBT-4", "R-STEP-4")),
                 _put(s, i, q)))
     tw = ag._replace(call_due=False, window=Window.OPEN)
     tw = _committed(_noted_entry(tw, Entry(EntryKind.MODEL, tool_uses=1)))
@@ -811,7 +812,7 @@ def _terminate(st: State, prof: Profile, scope: Scope, i: int, ep: str, why: str
                        tool="", pc=Pc.RESULT_LIST_INBOX if r != NOBODY else Pc.RELEASE_LEASE),
             parked_event=True)
     return [(Step("R-TERM-1", i, f"{why}: {ep} (obituary to {name(r)})", Action.PARKING_EVENT,
-                  also=("R-ADDR-1", "R-TERM-4")), _put(s, i, q))]
+                  also=("R-ADDR-1", "R-TERM-4", "R-ID-1", "R-STEP-4")), _put(s, i, q))]
 
 
 def release(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
@@ -923,7 +924,7 @@ def stop_agent(st: State, prof: Profile, scope: Scope) -> Succ:
                       for j, p in enumerate(st.procs))
         s = st._replace(procs=procs, budget=b._replace(stops=b.stops - 1))
         out.append((Step("R-STOP-1", -1, f"operator: lernie stop {name(a)}", Action.OPERATOR_STOP,
-                         True, also=("R-STOP-3",) if len(hit) > 1 else ()), s))
+                         True, also=("R-STOP-3",) if len(targets) > 1 else ()), s))
     return out
 
 

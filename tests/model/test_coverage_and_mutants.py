@@ -3,6 +3,8 @@ and the verifier kills every non-equivalent mutant of the model (`lernie-check m
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from lernie_spec import model
 from lernie_spec.coverage import CASES, measure
@@ -23,7 +25,7 @@ def test_the_coverage_check_fails_when_a_rule_is_never_taken() -> None:
 
 
 def test_every_mutant_edit_applies_to_the_model_exactly_once() -> None:
-    src = open(model.__file__, encoding="utf-8").read()
+    src = Path(model.__file__).read_text(encoding="utf-8")
     assert len(model_mutants.CATALOGUE) >= 30
     for m in model_mutants.CATALOGUE:
         assert model_mutants.apply(m, src) != src, m.name

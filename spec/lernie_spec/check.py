@@ -4,7 +4,10 @@ With no arguments it prints one table and exits 0 only if `reference` holds
 every invariant and every variant shows each violation it is expected to.
 `--variant NAME --trace` prints a shortest counterexample as a swimlane
 (`--format mermaid` for a Mermaid diagram, `--json` for machines);
-`--bench` prints throughput and per-variant times.
+`--bench` prints throughput and per-variant times; `--coverage` counts, per
+rule and per addressing case, the steps the default worlds take.
+Subcommands (first argument): `mutants` runs the verifier's mutation score
+(`lernie_stateful.model_mutants`).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from typing import NamedTuple
 
 from lernie_spec.explore import Violation, explore
@@ -111,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="machine-readable output")
     ap.add_argument("--bench", action="store_true", help="throughput and per-variant times")
     ap.add_argument("--list", action="store_true", help="list profiles, variants and scopes")
+    ap.add_argument("--coverage", action="store_true",
+                    help="rule and addressing-case coverage of the default worlds")
     ap.add_argument("--scope", action="append", metavar="NAME", choices=sorted(SCOPES),
                     help="explore this world instead of the default scope (repeatable)")
     ns = ap.parse_args(argv)
@@ -129,11 +135,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"lernie-check: unknown variant {unknown[0]!r} (see --list)", file=sys.stderr)
         return 2
     if ns.invariant is not None and ns.invariant not in INVARIANTS:
-        print(f"lernie-check: unknown invariant {ns.invariant!r} (one of I-1 … I-18)",
+        print(f"lernie-check: unknown invariant {ns.invariant!r} (one of I-1 … I-19)",
               file=sys.stderr)
         return 2
     if ns.bench:
         return _bench(names)
+    if ns.coverage:
+        from lernie_spec.coverage import measure, report
+
+        cov = measure()
+        print(report(cov))
+        return 1 if cov.missing_rules() or cov.missing_cases() else 0
     scopes = tuple(SCOPES[s] for s in ns.scope) if ns.scope else DEFAULT
     outs = [run(BY_NAME[n], scopes, quiet=ns.json) for n in names]
     if ns.trace:
@@ -207,13 +219,36 @@ def _bench(names: list[str]) -> int:
     return 0
 
 
-def entry() -> None:
-    if sys.argv[1:2] in (["audit"], ["conform"]):  # the conformance kit (lernie_stateful)
+def _mutants(argv: list[str]) -> int:
+    from lernie_stateful.model_mutants import main as mutants_main
+
+    return mutants_main(argv)
+
+
+def _kit(verb: str) -> Callable[[list[str]], int]:
+    """The conformance kit's subcommands (lernie_stateful.conform)."""
+
+    def run_kit(argv: list[str]) -> int:
         from lernie_stateful.conform.cli import main as kit
 
-        sys.exit(kit(sys.argv[1:]))
+        return kit([verb, *argv])
+
+    return run_kit
+
+
+# Subcommands, dispatched by the first argument; anything else is the checker.
+SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {
+    "mutants": _mutants,
+    "audit": _kit("audit"),
+    "conform": _kit("conform"),
+}
+
+
+def entry() -> None:
+    args = sys.argv[1:]
     try:
-        code = main(sys.argv[1:])
+        sub = SUBCOMMANDS.get(args[0]) if args else None
+        code = sub(args[1:]) if sub is not None else main(args)
         sys.stdout.flush()
     except BrokenPipeError:  # a reader such as `head` went away: stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -44,6 +44,7 @@ class Result(NamedTuple):
 
 
 Progress = Callable[[int, float], None]
+Observer = Callable[[State, Step, State], None]
 
 
 def explore(
@@ -52,8 +53,11 @@ def explore(
     want: frozenset[str] | None = None,
     liveness: bool = True,
     progress: Progress | None = None,
+    observe: Observer | None = None,
+    first: bool = False,
 ) -> Result:
-    """Explore; with `want`, stop once every invariant in it is violated."""
+    """Explore; with `want`, stop once every invariant in it is violated;
+    with `first`, stop at the first violation of any."""
     t0 = time.perf_counter()
     init = initial(scope)
     index: dict[State, int] = {init: 0}
@@ -86,13 +90,15 @@ def explore(
     complete = True
     next_tick = 50_000
     while frontier:
-        if want is not None and want <= found.keys():
+        if (want is not None and want <= found.keys()) or (first and found):
             complete = False
             break
         k = frontier.popleft()
         st = states[k]
         for step, nxt in successors(st, prof, scope):
             edges += 1
+            if observe is not None:
+                observe(st, step, nxt)
             bad = step_violations(st, step, nxt, scope)
             for inv in bad:
                 if inv not in found:

@@ -1,174 +1,558 @@
-"""The invariants of SPEC.md §16 as predicates over model states and steps.
+"""The invariants of SPEC.md §16 as one table of predicates (`INVARIANTS`).
 
-`state_violations(st, scope)` checks the invariants that are facts about one
-state; `step_violations(pre, step, post, scope)` checks those that are facts
-about one atomic step (who wrote, who launched, where a result went). I-13
-(exchange termination) is a property of the whole graph and lives in
-`spec.explore`. Each predicate is written from SPEC.md §16, independently of
-the transition functions it judges.
+Every predicate judges the model's decisions against what happened, read from
+the ghost history the transitions append to (`lernie_spec.model.Ghost`) and
+from the difference between the state before and after a step; steps are
+classified by the explicit fields of `Step` (`action`, `launched`,
+`funding`). The functions below that re-derive the last prompter, the reply
+debt, the warrant, the marks and the sweep's verdict are written here, plainly
+and on their own, from SPEC.md's text: they call none of the model's decision
+functions and read none of the fields those decisions maintain.
+
+A state predicate (`Kind.STATE`) is checked on every state reached; a step
+predicate (`Kind.STEP`) on every edge; I-13 (exchange termination) is a
+property of the whole graph and lives in `lernie_spec.explore`.
 """
 
 from __future__ import annotations
 
+import enum
+from collections.abc import Callable
+from typing import NamedTuple
+
 from lernie_spec.model import (
-    CLOSED,
+    DIED,
     FINAL,
     NOBODY,
-    PARKED,
     PLAIN,
     USER,
+    Action,
+    Agent,
+    AgentHistory,
     Dep,
+    Entry,
+    EntryKind,
+    File,
+    Funding,
+    Role,
     Scope,
     State,
     Step,
 )
 
-INVARIANTS: dict[str, str] = {
-    "I-1": "one executor",
-    "I-2": "lease continuity",
-    "I-3": "writers never drive",
-    "I-4": "transcript numbering",
-    "I-5": "no deposit lost or duplicated",
-    "I-6": "delivery order",
-    "I-7": "no lost wakeup",
-    "I-8": "funded launches",
-    "I-9": "pin 2",
-    "I-10": "no authority after release",
-    "I-11": "one address per terminal event",
-    "I-12": "a reply is owed once",
-    "I-13": "exchange termination",
-    "I-14": "returned mark",
-    "I-15": "sweep idempotence",
-    "I-16": "sweep soundness",
-    "I-17": "existence before deposit",
-    "I-18": "stray recovery",
-}
 
-# Steps that write an agent's branch, worktree or inbox on its own behalf.
-_WRITES = {"R-DRAIN-2", "R-STEP-2", "R-DRAIN-4", "R-TR-3", "R-DEP-6", "R-DEP-2", "R-LOCK-3"}
-_LAUNCHES = {"R-LAUNCH-1", "R-TERM-2", "R-SCAN-2", "R-STEP-1"}
+class Kind(enum.Enum):
+    STATE = "state"
+    STEP = "step"
+    GRAPH = "graph"
+
+
+class Edge(NamedTuple):
+    """What a predicate judges: a step and its two states (no step: an initial state)."""
+
+    pre: State | None
+    step: Step | None
+    post: State
+    scope: Scope
+
+
+Predicate = Callable[[Edge], bool]
+
+
+class Invariant(NamedTuple):
+    title: str
+    kind: Kind
+    holds: Predicate | None  # None for I-13 (the explorer's graph check)
+
+
+# ----------------------------------------------------------- plain readings
+# What SPEC.md says, over the ghost history. None of these call the model.
+
+
+def parked_kind(kind: str) -> bool:
+    """R-REL-2: only `stopped` and `budget-exhausted` results park."""
+    return kind in ("stopped", "budget-exhausted")
+
+
+def work_due(entries: tuple[Entry, ...]) -> str:
+    """R-STEP-3 read from the entries: "unpaired", "call due" or "nothing due"."""
+    open_uses = 0
+    for e in entries:
+        if e.kind is EntryKind.MODEL:
+            if open_uses:
+                return "unpaired"  # a tool_use never got its result
+            open_uses = e.tool_uses
+        elif e.kind is EntryKind.TOOL_RESULT:
+            open_uses -= 1
+    if open_uses > 0:
+        return "unpaired"
+    if not entries or entries[-1].kind is EntryKind.MODEL:
+        return "nothing due"
+    return "call due"
+
+
+def is_terminal(e: Entry) -> bool:
+    """R-DEBT-2: a model entry with no tool_use."""
+    return e.kind is EntryKind.MODEL and e.tool_uses == 0
+
+
+def last_prompter(entries: tuple[Entry, ...], me: int) -> int:
+    """R-ADDR-2: newest delivered plain entry not sent by the agent itself."""
+    for e in reversed(entries):
+        if e.kind is EntryKind.DELIVERED and e.deposit_kind == PLAIN and e.sender != me:
+            return e.sender
+    return NOBODY
+
+
+def reply(entries: tuple[Entry, ...], me: int, scope: Scope) -> tuple[bool, int]:
+    """R-DEBT-2..4 and R-ADDR-3 at the newest terminal response: (owed, address),
+    the address NOBODY when the last prompter is the operator."""
+    terminals = [k for k, e in enumerate(entries) if is_terminal(e)]
+    if not terminals:
+        return False, NOBODY  # no terminal response: nothing can be owed
+    newest = terminals[-1]
+    before = terminals[-2] if len(terminals) > 1 else -1
+    asks = False
+    for e in entries[before + 1 : newest]:
+        if e.kind is EntryKind.DELIVERED and e.sender != me:
+            own_child = e.sender >= 0 and scope.parents[e.sender] == me
+            if e.deposit_kind == PLAIN or own_child:
+                asks = True
+    owed = before < 0 or asks
+    lp = last_prompter(entries[: newest + 1], me)
+    if lp == USER:
+        return owed, NOBODY
+    return owed, scope.parents[me] if lp == NOBODY else lp
+
+
+def returned_at_tip(h: AgentHistory) -> bool:
+    """R-DEP-8: the newest result by the agent carries its current tip."""
+    return bool(h.results) and h.results[-1].tip == h.commits
+
+
+def parked_at_tip(h: AgentHistory) -> bool:
+    """R-WS-5: a stopped or budget-exhausted mark sits at the tip."""
+    return h.parked_at == h.commits
+
+
+def held(st: State, a: int) -> bool:
+    """R-LOCK-1: some process (or a forked copy of its descriptor) holds a's lock."""
+    return st.agents[a].forked_holder or any(
+        (p.lease and p.agent == a) or p.probe_on == a for p in st.procs)
+
+
+def expected_sweep(st: State, scope: Scope) -> set[tuple[int, int, str]]:
+    """R-SCAN-4/5/9: (author, recipient, kind) of every result the sweep owes."""
+    out: set[tuple[int, int, str]] = set()
+    for c, ag in enumerate(st.agents):
+        h = ag.history.value
+        if not ag.exists or held(st, c) or returned_at_tip(h):
+            continue
+        due = work_due(h.entries)
+        par = scope.parents[c]
+        if due != "nothing due":
+            if (not ag.inbox and not parked_at_tip(h) and par != NOBODY
+                    and st.agents[par].exists):
+                out.add((c, par, DIED))
+        elif h.entries and is_terminal(h.entries[-1]):
+            owed, to = reply(h.entries, c, scope)
+            if owed and to >= 0 and st.agents[to].exists:
+                out.add((c, to, FINAL))
+    return out
+
+
+def new_files(pre: State, post: State) -> list[tuple[int, File]]:
+    """(recipient, file) of every file a step published."""
+    out = []
+    if pre.agents is post.agents:
+        return []
+    for a, (x, y) in enumerate(zip(pre.agents, post.agents, strict=True)):
+        if x.inbox is y.inbox:
+            continue
+        before = set(x.inbox)
+        out += [(a, f) for f in y.inbox if f not in before]
+    return out
+
+
+def _actor(e: Edge) -> int:
+    return e.step.actor if e.step is not None else -1
+
+
+def _proc_after(e: Edge) -> int:
+    """Index of the actor in the post-state, -1 when the step ended it."""
+    assert e.pre is not None and e.step is not None
+    i = e.step.actor
+    if i < 0 or len(e.post.procs) < len(e.pre.procs):
+        return -1
+    return i
+
+
+def _steps(e: Edge) -> tuple[State, Step]:
+    assert e.pre is not None and e.step is not None
+    return e.pre, e.step
+
+
+# ------------------------------------------------------------- predicates
+
+
+def i1_one_executor(e: Edge) -> bool:
+    """Every entry or commit on a's branch is made by the holder of a's lease."""
+    pre, step = _steps(e)
+    for a, (x, y) in enumerate(zip(pre.agents, e.post.agents, strict=True)):
+        if x is y or not x.exists:
+            continue
+        hx, hy = x.history.value, y.history.value
+        if hy.commits != hx.commits or len(hy.entries) != len(hx.entries):
+            i = step.actor
+            if i < 0 or not (pre.procs[i].lease and pre.procs[i].agent == a):
+                return False
+    return True
+
+
+def i1_state(st: State) -> bool:
+    if len(st.procs) < 2 and not any(ag.forked_holder for ag in st.agents):
+        return True
+    for a in range(len(st.agents)):
+        n = sum(int(p.lease and p.agent == a) + int(p.probe_on == a) for p in st.procs)
+        if n + int(st.agents[a].forked_holder) > 1:
+            return False
+    return True
+
+
+def i1(e: Edge) -> bool:
+    """At most one holder per lock (a lease, a probe's instant or a forked copy
+    of a descriptor), and only the lease holder writes the agent's branch."""
+    return i1_state(e.post) and i1_one_executor(e)
+
+
+def i2_lease_continuity(e: Edge) -> bool:
+    """A lease is given up only by a release, an error exit or a crash: in
+    particular the baton (R-LOCK-3) keeps it with the same process."""
+    pre, step = _steps(e)
+    i = step.actor
+    if i < 0 or not pre.procs[i].lease:
+        return True
+    if step.action in (Action.RELEASE_LEASE, Action.DECLINE, Action.ERROR_EXIT, Action.CRASH):
+        return True
+    j = _proc_after(e)
+    return j >= 0 and e.post.procs[j].lease and e.post.procs[j].agent == pre.procs[i].agent
+
+
+def i3_writers_never_drive(e: Edge) -> bool:
+    """A probe's hold lasts one step, which releases it; writers and scanners
+    never deliver or commit."""
+    pre, step = _steps(e)
+    i = step.actor
+    if i < 0:
+        return True
+    p = pre.procs[i]
+    if p.probe_on != NOBODY:
+        if step.action not in (Action.PROBE_RELEASE_LAUNCH, Action.CRASH):
+            return False
+        j = _proc_after(e)
+        if j >= 0 and e.post.procs[j].probe_on != NOBODY:
+            return False
+    if p.role is not Role.DRIVER:
+        for x, y in zip(pre.agents, e.post.agents, strict=True):
+            if x is not y and len(y.history.value.entries) != len(x.history.value.entries):
+                return False
+    return True
+
+
+def i4_transcript_numbering(e: Edge) -> bool:
+    """Entries are appended one per step and never changed once written."""
+    pre, _ = _steps(e)
+    for x, y in zip(pre.agents, e.post.agents, strict=True):
+        if x is y:
+            continue
+        ex, ey = x.history.value.entries, y.history.value.entries
+        if ey[: len(ex)] != ex or len(ey) - len(ex) > 1:
+            return False
+    return True
+
+
+def i5_no_deposit_lost(e: Edge) -> bool:
+    """Published-and-uncommitted deposits = pending files + moved-uncommitted entries."""
+    st = e.post
+    where = [Dep(a, f.sender, f.kind) for a, ag in enumerate(st.agents) for f in ag.inbox]
+    for ag in st.agents:
+        where.extend(ag.uncommitted)
+    return len(where) == len(st.in_flight) and sorted(where) == list(st.in_flight)
+
+
+def i6_delivery_order(e: Edge) -> bool:
+    """Each move takes the first file of the drain's listing still to move:
+    plain mail before own-child results, each in mtime (listing) order."""
+    pre, step = _steps(e)
+    if step.action is not Action.MOVE_DEPOSIT:
+        return True
+    p = pre.procs[step.actor]
+    a = p.agent
+    gone = [f for f in pre.agents[a].inbox if f not in e.post.agents[a].inbox]
+    if not gone:
+        return True
+    h = p.history.value
+    left = [f for f in h.listing if f not in h.moved and f in pre.agents[a].inbox]
+
+    def rank(f: File) -> tuple[bool, int]:
+        own_child = f.kind != PLAIN and f.sender >= 0 and e.scope.parents[f.sender] == a
+        return own_child, h.listing.index(f)
+
+    return bool(left) and gone == [min(left, key=rank)]
+
+
+def _faults_used(st: State, scope: Scope) -> bool:
+    return st.budget.crashes != scope.crashes or st.budget.errors != scope.errors
+
+
+def _at_rest(st: State) -> bool:
+    return not st.procs and not any(ag.pending_launches for ag in st.agents)
+
+
+def i7_no_lost_wakeup(e: Edge) -> bool:
+    """Quiescent without a crash or an error exit: only parked obituaries are
+    pending, and no agent has work due unless a stop/budget mark sits at its tip."""
+    st = e.post
+    if not _at_rest(st) or any(ag.forked_holder for ag in st.agents):
+        return True
+    if _faults_used(st, e.scope):
+        return True
+    for ag in st.agents:
+        if any(not parked_kind(f.kind) for f in ag.inbox):
+            return False
+        h = ag.history.value
+        due = work_due(h.entries)
+        if due == "unpaired" or (due == "call due" and not parked_at_tip(h)):
+            return False
+    return True
+
+
+def _launch_diff(pre: State, post: State) -> set[int]:
+    return {a for a, (x, y) in enumerate(zip(pre.agents, post.agents, strict=True))
+            if y.pending_launches > x.pending_launches}
+
+
+def i8_funded_launches(e: Edge) -> bool:
+    """Every launch is funded by what happened before it, once per funding event."""
+    pre, step = _steps(e)
+    if not _launch_diff(pre, e.post) <= set(step.launched):
+        return False
+    if not step.launched:
+        return True
+    if step.funding is None or step.actor < 0:
+        return False
+    p = pre.procs[step.actor]
+    h = p.history.value
+    prior = [a for a, why in h.launched if why is step.funding]
+    for t in step.launched:
+        if step.funding is Funding.WRITER_DEPOSIT:
+            deposits = sum(1 for r, _ in h.published if r == t)
+            if deposits <= prior.count(t):
+                return False
+        elif step.funding is Funding.RELEASE_RULE:
+            if not h.released or prior or not any(not parked_kind(f.kind) for f in h.reread_saw):
+                return False
+        elif step.funding is Funding.SELF_LAUNCH:
+            if t != p.agent or h.committed_final < 0 or not h.released or prior:
+                return False
+        elif step.funding is Funding.REVIVAL:
+            if h.committed_final < 0 or not h.released or prior:
+                return False
+            tip = pre.agents[p.agent].history.value
+            if not any(r.kind == FINAL and r.recipient == t for r in tip.results):
+                return False
+        elif step.funding is Funding.FLUSH and (
+                p.role is not Role.SCANNER or not pre.agents[t].inbox or prior.count(t)):
+            return False
+    return True
+
+
+def i9_pin_2(e: Edge) -> bool:
+    """A process whose event set a stop/budget mark never self-launches or revives."""
+    pre, step = _steps(e)
+    if step.actor < 0 or step.funding not in (Funding.SELF_LAUNCH, Funding.REVIVAL):
+        return True
+    return not pre.procs[step.actor].history.value.parked_event
+
+
+def _agent_view(ag: Agent) -> tuple[object, ...]:
+    h = ag.history.value
+    return (ag._replace(pending_launches=0, forked_holder=False), h.entries, h.commits,
+            h.results, h.parked_at)
+
+
+def i10_no_authority_after_release(e: Edge) -> bool:
+    """After its release a process changes nothing but launches."""
+    pre, step = _steps(e)
+    if step.actor < 0 or not pre.procs[step.actor].history.value.released:
+        return True
+    if pre.in_flight != e.post.in_flight:
+        return False
+    return all(_agent_view(x) == _agent_view(y)
+               for x, y in zip(pre.agents, e.post.agents, strict=True))
+
+
+def i11_one_address(e: Edge) -> bool:
+    """Obituaries go to the parent; a final response to the address R-ADDR-3
+    reads from the transcript, never to the author; the revival wakes exactly
+    the deposit's recipient."""
+    pre, step = _steps(e)
+    for to, f in new_files(pre, e.post):
+        if f.kind == PLAIN or f.sender < 0:
+            continue
+        c = f.sender
+        if f.kind != FINAL:
+            if to != e.scope.parents[c]:
+                return False
+            continue
+        _, address = reply(e.post.agents[c].history.value.entries, c, e.scope)
+        if to == c or to != address:
+            return False
+    if step.funding is Funding.REVIVAL and step.actor >= 0:
+        p = pre.procs[step.actor]
+        sent = [r.recipient for r in pre.agents[p.agent].history.value.results
+                if r.kind == FINAL and not r.by_sweep]
+        if not sent or list(step.launched) != [sent[-1]]:
+            return False
+    return True
+
+
+def i12_reply_owed_once(e: Edge) -> bool:
+    """A final response is deposited iff a reply is owed to an agent, once."""
+    pre, step = _steps(e)
+    for _, f in new_files(pre, e.post):
+        if f.kind != FINAL or f.sender < 0:
+            continue
+        c = f.sender
+        h = pre.agents[c].history.value
+        owed, _ = reply(h.entries, c, e.scope)
+        if not owed or any(r.kind == FINAL and r.tip == h.commits for r in h.results):
+            return False
+    if step.action is Action.RELEASE_LEASE and step.actor >= 0:
+        p = pre.procs[step.actor]
+        if p.history.value.committed_final >= 0:
+            h = pre.agents[p.agent].history.value
+            owed, to = reply(h.entries[: p.history.value.committed_final + 1], p.agent, e.scope)
+            landed = any(r.kind == FINAL and r.tip == h.commits for r in h.results)
+            if owed and to >= 0 and not landed:
+                return False
+    return True
+
+
+def i14_returned_mark(e: Edge) -> bool:
+    """Every result an executor publishes moves its author's mark to the tip;
+    the sweep never reports a death whose mark is at the tip."""
+    pre, step = _steps(e)
+    for _, f in new_files(pre, e.post):
+        if f.kind == PLAIN or f.sender < 0:
+            continue
+        if step.action is not Action.SWEEP and not e.post.agents[f.sender].returned_at_tip:
+            return False
+        if f.kind == DIED and returned_at_tip(pre.agents[f.sender].history.value):
+            return False
+    return True
+
+
+def i15_sweep_idempotence(e: Edge) -> bool:
+    """After the sweep deposits for c, c's mark is at its tip (a second sweep is silent)."""
+    pre, step = _steps(e)
+    if step.action is not Action.SWEEP:
+        return True
+    return all(e.post.agents[f.sender].returned_at_tip for _, f in new_files(pre, e.post)
+               if f.sender >= 0)
+
+
+def i16_sweep_soundness(e: Edge) -> bool:
+    """The sweep deposits exactly the results R-SCAN-4/5/9 owe."""
+    pre, step = _steps(e)
+    if step.action is not Action.SWEEP:
+        return True
+    made = {(f.sender, to, f.kind) for to, f in new_files(pre, e.post)}
+    return made == expected_sweep(pre, e.scope)
+
+
+def i17_existence(e: Edge) -> bool:
+    """Every publication goes to an agent that exists."""
+    pre, _ = _steps(e)
+    return all(pre.agents[to].exists for to, _ in new_files(pre, e.post))
+
+
+def i18_stray_recovery(e: Edge) -> bool:
+    """A drain lists, moves, and a model step runs only with no stray entry left."""
+    pre, step = _steps(e)
+    if step.action not in (Action.LIST_INBOX, Action.MOVE_DEPOSIT, Action.MODEL_FINAL,
+                           Action.MODEL_TOOL_USE):
+        return True
+    return not pre.agents[pre.procs[step.actor].agent].uncommitted
+
+
+def i19_recovery(e: Edge) -> bool:
+    """With no process left and no launch in flight, crashes included: no lock is
+    held, every agent with work due can be picked up, and every reply owed to an
+    agent has landed or is one the sweep re-sends."""
+    st = e.post
+    if not _at_rest(st):
+        return True
+    if any(ag.forked_holder for ag in st.agents):
+        return False
+    for a, ag in enumerate(st.agents):
+        if not ag.exists:
+            continue
+        h = ag.history.value
+        par = e.scope.parents[a]
+        if work_due(h.entries) != "nothing due":
+            reported = returned_at_tip(h) and h.results[-1].kind == DIED
+            if not (ag.inbox or parked_at_tip(h) or reported or par == NOBODY
+                    or not returned_at_tip(h)):
+                return False
+        elif h.entries and is_terminal(h.entries[-1]):
+            owed, to = reply(h.entries, a, e.scope)
+            landed = any(r.kind == FINAL and r.tip == h.commits for r in h.results)
+            if owed and to >= 0 and st.agents[to].exists and returned_at_tip(h) and not landed:
+                return False
+    return True
+
+
+def _state(fn: Callable[[State], bool]) -> Predicate:
+    return lambda e: fn(e.post)
+
+
+INVARIANTS: dict[str, Invariant] = {
+    "I-1": Invariant("one executor", Kind.STEP, i1),
+    "I-2": Invariant("lease continuity", Kind.STEP, i2_lease_continuity),
+    "I-3": Invariant("writers never drive", Kind.STEP, i3_writers_never_drive),
+    "I-4": Invariant("transcript numbering", Kind.STEP, i4_transcript_numbering),
+    "I-5": Invariant("no deposit lost or duplicated", Kind.STATE, i5_no_deposit_lost),
+    "I-6": Invariant("delivery order", Kind.STEP, i6_delivery_order),
+    "I-7": Invariant("no lost wakeup", Kind.STATE, i7_no_lost_wakeup),
+    "I-8": Invariant("funded launches", Kind.STEP, i8_funded_launches),
+    "I-9": Invariant("pin 2", Kind.STEP, i9_pin_2),
+    "I-10": Invariant("no authority after release", Kind.STEP, i10_no_authority_after_release),
+    "I-11": Invariant("one address per terminal event", Kind.STEP, i11_one_address),
+    "I-12": Invariant("a reply is owed once", Kind.STEP, i12_reply_owed_once),
+    "I-13": Invariant("exchange termination", Kind.GRAPH, None),
+    "I-14": Invariant("returned mark", Kind.STEP, i14_returned_mark),
+    "I-15": Invariant("sweep idempotence", Kind.STEP, i15_sweep_idempotence),
+    "I-16": Invariant("sweep soundness", Kind.STEP, i16_sweep_soundness),
+    "I-17": Invariant("existence before deposit", Kind.STEP, i17_existence),
+    "I-18": Invariant("stray recovery", Kind.STEP, i18_stray_recovery),
+    "I-19": Invariant("recovery after a crash", Kind.STATE, i19_recovery),
+}
+TITLES = {k: v.title for k, v in INVARIANTS.items()}
+_STATE = [(k, v.holds) for k, v in INVARIANTS.items() if v.kind is Kind.STATE and v.holds]
+_STEP = [(k, v.holds) for k, v in INVARIANTS.items() if v.kind is Kind.STEP and v.holds]
 
 
 def quiescent(st: State) -> bool:
     """No process, no pending launch, no lingering lock holder."""
-    return not st.procs and not any(a.launches or a.linger for a in st.agents)
+    return not st.procs and not any(a.pending_launches or a.forked_holder for a in st.agents)
 
 
 def state_violations(st: State, scope: Scope) -> list[str]:
-    bad: list[str] = []
-    agents = st.agents
-    holders = [int(ag.linger) for ag in agents]
-    writing = [0] * len(agents)
-    for p in st.procs:
-        if p.lease:
-            holders[p.agent] += 1
-        if p.probe != NOBODY:
-            holders[p.probe] += 1
-            if not p.pc.endswith(".rel"):
-                bad.append("I-3")  # a probe's hold outlived its instant
-        if p.pc == "commit":
-            writing[p.agent] += 1
-            if not p.lease:
-                bad.append("I-4")
-        # I-18: once a holder is past stray recovery, only its own entry is uncommitted
-        if (p.role == "D" and p.lease and p.pc not in ("stray", "")
-                and len(agents[p.agent].uncommitted) > (1 if p.pc == "commit" else 0)):
-            bad.append("I-18")
-    if max(holders) > 1:
-        bad.append("I-1")
-    if max(writing) > 1:
-        bad.append("I-4")
-    # I-5: the ghost multiset equals what is pending plus what is in flight
-    where = [Dep(a, f.sender, f.kind) for a, ag in enumerate(agents) for f in ag.inbox]
-    for ag in agents:
-        where.extend(ag.uncommitted)
-    if len(where) != len(st.ghost) or sorted(where) != list(st.ghost):
-        bad.append("I-5")
-    # I-7: a crash-free quiescent state leaves nothing that warrants a launch
-    if not st.procs and st.budget.crashes == scope.crashes and quiescent(st):
-        for ag in agents:
-            if ag.window != CLOSED or any(f.kind not in PARKED for f in ag.inbox):
-                bad.append("I-7")
-                break
-    return bad
-
-
-def expected_recipient(scope: Scope, st: State, a: int) -> tuple[int, int]:
-    """(address, owed) of a final response just committed by a (R-ADDR, R-DEBT)."""
-    ag = st.agents[a]
-    lp = ag.lp
-    addr = NOBODY if lp == USER else (scope.parents[a] if lp == NOBODY else lp)
-    return addr, int(ag.owes)
+    e = Edge(None, None, st, scope)
+    return [k for k, fn in _STATE if not fn(e)]
 
 
 def step_violations(pre: State, step: Step, post: State, scope: Scope) -> list[str]:
-    bad: list[str] = []
-    i = step.actor
-    p = pre.procs[i] if i >= 0 else None
-    # the actor after the step (None when the step ended it)
-    q = post.procs[i] if p is not None and len(post.procs) >= len(pre.procs) else None
-    if p is not None and step.rule in _WRITES and p.released:
-        bad.append("I-10")
-    if p is not None and step.rule in {"R-DRAIN-2", "R-STEP-2", "R-DRAIN-4", "R-TR-3"} and (
-        not p.lease or p.role != "D"
-    ):
-        bad.append("I-3")
-    # launches: who may launch, and pin 2
-    launched = [a for a in range(len(pre.agents))
-                if post.agents[a].launches > pre.agents[a].launches]
-    if launched and step.rule not in _LAUNCHES:
-        bad.append("I-8")
-    if p is not None and p.epitaph in PARKED and p.pc in ("self", "v.acq", "v.rel"):
-        bad.append("I-9")
-    if p is not None and p.pc == "self" and p.epitaph != FINAL:
-        bad.append("I-8")
-    # a terminal event's address (I-11) and the reply debt (I-12)
-    if p is not None and q is not None and p.role == "D" and not p.epitaph:
-        if q.epitaph == FINAL:
-            addr, owed = expected_recipient(scope, post, p.agent)
-            if q.recip == p.agent:
-                bad.append("I-11")
-            elif owed and q.recip != addr:
-                bad.append("I-12" if q.recip == NOBODY else "I-11")
-            elif not owed and q.recip != NOBODY:
-                bad.append("I-12" if q.recip == addr else "I-11")
-        elif q.epitaph and q.recip != scope.parents[p.agent]:
-            bad.append("I-11")
-    if p is not None and p.pc == "v.rel" and p.target != p.recip:
-        bad.append("I-11")  # the revival wakes exactly the deposit's recipient
-    # I-2: the successor hop still holds the lease, nobody else does
-    if p is not None and step.rule == "R-LOCK-3" and (q is None or not q.lease):
-        bad.append("I-2")
-    # I-6: a drain lists plain mail first, then own-child results, each in mtime order
-    if p is not None and q is not None and step.rule == "R-DRAIN-3":
-        inbox = pre.agents[p.agent].inbox
-        rank = {(f.sender, f.n): (f.kind != PLAIN and f.sender >= 0
-                                  and scope.parents[f.sender] == p.agent, k)
-                for k, f in enumerate(inbox)}
-        listed = q.queue
-        if list(listed) != sorted(listed, key=lambda nm: rank[nm]):
-            bad.append("I-6")
-    # I-17: a writer verb or tool deposits only into an existing agent's inbox
-    if p is not None and step.rule == "R-DEP-6" and p.dkind == PLAIN and (
-        not pre.agents[p.target].exists
-    ):
-        bad.append("I-17")
-    # the sweep: I-14 returned mark, I-15 idempotence, I-16 soundness
-    if p is not None and step.rule == "R-SCAN-1":
-        for c, ag in enumerate(pre.agents):
-            par = scope.parents[c]
-            if par == NOBODY:
-                continue
-            died = sum(1 for f in post.agents[par].inbox if f.sender == c and f.kind == "died")
-            died -= sum(1 for f in pre.agents[par].inbox if f.sender == c and f.kind == "died")
-            if died <= 0:
-                continue
-            if ag.returned:
-                bad.append("I-14")
-            if any(x.lease and x.agent == c for x in pre.procs) or ag.inbox or not (
-                ag.due or ag.window != CLOSED
-            ):
-                bad.append("I-16")  # not stopped mid-work, or still being driven
-            if not post.agents[c].returned:
-                bad.append("I-15")
-    return bad
+    e = Edge(pre, step, post, scope)
+    return [k for k, fn in _STEP if not fn(e)]

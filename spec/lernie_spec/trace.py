@@ -11,14 +11,14 @@ from __future__ import annotations
 import json
 
 from lernie_spec.explore import Violation
-from lernie_spec.model import PLAIN, State, name
-from lernie_spec.properties import INVARIANTS
+from lernie_spec.model import PLAIN, Role, State, name
+from lernie_spec.properties import TITLES
 
 Row = dict[str, str]
 
 
-def _label(role: str, agent: int) -> str:
-    return {"W": "W", "D": "D", "S": "scan"}[role] + ("" if agent < 0 else ":" + name(agent))
+def _label(role: Role, agent: int) -> str:
+    return role.value + ("" if agent < 0 else ":" + name(agent))
 
 
 def inbox_text(st: State) -> str:
@@ -64,8 +64,8 @@ def rows(v: Violation) -> tuple[list[str], list[Row]]:
         holders = []
         for a, ag in enumerate(post.agents):
             who = [ids[j] for j, p in enumerate(post.procs)
-                   if (p.lease and p.agent == a) or p.probe == a]
-            if ag.linger:
+                   if (p.lease and p.agent == a) or p.probe_on == a]
+            if ag.forked_holder:
                 who.append("forked child")
             if who:
                 holders.append(f"{name(a)}:{'+'.join(who)}")
@@ -76,7 +76,7 @@ def rows(v: Violation) -> tuple[list[str], list[Row]]:
 
 
 def _title(variant: str, v: Violation) -> str:
-    what = INVARIANTS.get(v.invariant, "")
+    what = TITLES.get(v.invariant, "")
     n = len(v.trace)
     shape = f"{n} steps" if not v.loop else f"{n - v.loop} steps, then a {v.loop}-step cycle"
     return f"{variant}: violates {v.invariant} ({what}), shortest trace: {shape}"
@@ -124,7 +124,7 @@ def as_json(variant: str, v: Violation) -> str:
     doc = {
         "variant": variant,
         "invariant": v.invariant,
-        "title": INVARIANTS.get(v.invariant, ""),
+        "title": TITLES.get(v.invariant, ""),
         "length": len(v.trace),
         "loop": v.loop,
         "columns": cols,

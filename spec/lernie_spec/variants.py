@@ -64,8 +64,10 @@ class NamedScope(NamedTuple):
 
 _TREE = (NOBODY, 0)  # P (root, exists) and C (its child, made by dispatch)
 
-# The default scope is the union of four small worlds, each exhausted in turn:
-# together they exercise every transition of the model.
+# The default scope is the union of small worlds, each exhausted in turn
+# (cheapest first, so a variant or a mutant is usually caught early): together
+# they take every rule the model implements and every addressing case
+# (`lernie-check --coverage`).
 DEFAULT: tuple[NamedScope, ...] = (
     NamedScope("races", Scope(_TREE, (True, False), messages=2, advances=1, stops=0,
                               scans=0, crashes=1, tools=0, sends=0, exhaust=0, max_procs=3),
@@ -73,19 +75,35 @@ DEFAULT: tuple[NamedScope, ...] = (
     NamedScope("faults", Scope(_TREE, (True, True), messages=1, advances=0, stops=1,
                                scans=1, crashes=1, tools=1, sends=0, exhaust=1, max_procs=2),
                "P and C exist: one message, a tool step, a stop, a scan, a crash, a budget"),
+    NamedScope("two-scans", Scope(_TREE, (True, True), messages=1, advances=0, stops=0,
+                                  scans=2, crashes=1, tools=1, sends=0, exhaust=0, max_procs=2),
+               "P and C exist: one message, a tool step, a crash, two scans"),
     NamedScope("exchange", Scope(_TREE, (True, False), messages=1, advances=0, stops=0,
                                  scans=0, crashes=0, tools=0, sends=2, exhaust=0, max_procs=2),
                "P and its child C: one operator message, two model sends (dispatch, message)"),
     NamedScope("dispatch", Scope(_TREE, (True, False), messages=1, advances=0, stops=1,
                                  scans=1, crashes=1, tools=0, sends=1, exhaust=1, max_procs=2),
                "P dispatches C: a stop, a scan, a crash and a budget exhaustion race the child"),
+    NamedScope("lineage", Scope((NOBODY, 0, 1), (True, True, True), messages=1, advances=0,
+                                stops=0, scans=0, crashes=0, tools=0, sends=1, exhaust=0,
+                                max_procs=2),
+               "P, its child C and grandchild G exist: one message, one model send"),
+    NamedScope("tools-and-sends", Scope(_TREE, (True, False), messages=1, advances=0, stops=0,
+                                        scans=0, crashes=0, tools=1, sends=2, exhaust=0,
+                                        max_procs=2, errors=1),
+               "P and its child C: one message, a tool step, two sends, a failing model call"),
+    NamedScope("siblings", Scope((NOBODY, 0, 0), (True, True, True), messages=1, advances=0,
+                                 stops=1, scans=1, crashes=1, tools=0, sends=1, exhaust=0,
+                                 max_procs=2, message_to=(1,)),
+               "P with children C and S: the operator messages C; a send, a stop, a scan, "
+               "a crash"),
 )
 
 # Worlds beyond the default, for `lernie-check --scope NAME`.
 EXTRA: tuple[NamedScope, ...] = (
-    NamedScope("siblings", Scope((NOBODY, 0, 0), (True, True, True), messages=1, advances=0,
-                                 stops=0, scans=0, crashes=0, tools=0, sends=2, exhaust=0,
-                                 max_procs=2),
+    NamedScope("siblings-exchange", Scope((NOBODY, 0, 0), (True, True, True), messages=1,
+                                          advances=0, stops=0, scans=0, crashes=0, tools=0,
+                                          sends=2, exhaust=0, max_procs=2),
                "P with two children C and S, all existing: one message, two model sends"),
 )
 SCOPES = {ns.name: ns for ns in DEFAULT + EXTRA}

@@ -1,0 +1,92 @@
+"""`lernie-check --coverage`: which rules and addressing cases the default worlds take.
+
+Every edge the explorer follows under the reference profile counts once for
+its rule and for each further rule its decision applied (`Step.also`). Every
+final-response event counts once for its addressing case, read from the ghost
+transcript with the invariants' own reading (`properties.reply`): the operator
+(the last prompter is `user`), the parent, a sibling, an own child, a
+grandchild. A rule the model implements (`model.RULES`) that no edge takes is
+a gap in the worlds, and the report (and a test) says so.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import NamedTuple
+
+from lernie_spec import model
+from lernie_spec.explore import explore
+from lernie_spec.model import USER, Action, Profile, Scope, State, Step
+from lernie_spec.properties import last_prompter, reply
+from lernie_spec.variants import DEFAULT, NamedScope
+
+CASES = ("operator", "parent", "sibling", "own child", "grandchild")
+
+
+class Coverage(NamedTuple):
+    rules: Counter[str]
+    cases: Counter[str]
+    states: int
+
+    def missing_rules(self) -> list[str]:
+        return sorted(r for r in model.RULES if not self.rules[r])
+
+    def missing_cases(self) -> list[str]:
+        return [c for c in CASES if not self.cases[c]]
+
+
+def case_of(scope: Scope, st: State, c: int) -> str:
+    """The addressing case of c's newest final response in st."""
+    entries = st.agents[c].history.value.entries
+    if last_prompter(entries, c) == USER:
+        return "operator"
+    _, to = reply(entries, c, scope)
+    par = scope.parents
+    if to == par[c]:
+        return "parent"
+    if to >= 0 and par[to] == par[c]:
+        return "sibling"
+    if to >= 0 and par[to] == c:
+        return "own child"
+    if to >= 0 and par[to] >= 0 and par[par[to]] == c:
+        return "grandchild"
+    return "nobody" if to < 0 else "other"
+
+
+def measure(worlds: tuple[NamedScope, ...] = DEFAULT) -> Coverage:
+    rules: Counter[str] = Counter()
+    cases: Counter[str] = Counter()
+    states = 0
+    for ns in worlds:
+        def observe(pre: State, step: Step, post: State, scope: Scope = ns.scope) -> None:
+            rules[step.rule] += 1
+            for r in step.also:
+                rules[r] += 1
+            if step.action is Action.MODEL_FINAL:
+                cases[case_of(scope, post, pre.procs[step.actor].agent)] += 1
+
+        states += explore(Profile(), ns.scope, liveness=False, observe=observe).states
+    return Coverage(rules, cases, states)
+
+
+def report(cov: Coverage) -> str:
+    lines = [f"rule coverage of the default worlds ({cov.states:,} states, reference profile):"]
+    for r in sorted(model.RULES, key=_rule_key):
+        lines.append(f"  {r:11} {cov.rules[r]:10,}" + ("  NEVER TAKEN" if not cov.rules[r] else ""))
+    for r in sorted(model.NOT_MODELLED, key=_rule_key):
+        lines.append(f"  {r:11} {'-':>10}  not modelled: {model.NOT_MODELLED[r]}")
+    lines.append(f"  {'CRASH':11} {cov.rules['CRASH']:10,}")
+    lines.append("final responses by addressing case:")
+    for c in (*CASES, "nobody", "other"):
+        if c in CASES or cov.cases[c]:
+            lines.append(f"  {c:11} {cov.cases[c]:10,}" + ("  NEVER TAKEN" if not cov.cases[c]
+                                                         and c in CASES else ""))
+    gaps = cov.missing_rules() + cov.missing_cases()
+    lines.append("coverage: every implemented rule and addressing case taken" if not gaps
+                 else "coverage: NOT taken: " + ", ".join(gaps))
+    return "\n".join(lines)
+
+
+def _rule_key(r: str) -> tuple[str, int]:
+    area, n = r.rsplit("-", 1)
+    return area, int(n)

@@ -1,0 +1,242 @@
+"""The verifier's own mutation score: small bugs planted in a scratch copy of the model.
+
+Each mutant is a named, described source edit of `lernie_spec/model.py`. To
+run one, the whole `lernie_spec` package is copied to a temporary directory
+under another package name, the edit is applied to that copy (the original is
+never touched, and the model has no flag for any of this), the copy is
+imported, and the default worlds are explored under the reference profile
+until the first violation. A mutant is *killed* when some invariant fails,
+*equivalent* when it is listed with a written reason why no behaviour changes
+(it is still run, and reported as killed if it is caught), and *survived*
+otherwise. `lernie-check mutants` prints the table and exits 1 on a survivor.
+"""
+
+from __future__ import annotations
+
+import importlib
+import shutil
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import NamedTuple
+
+
+class Mutant(NamedTuple):
+    name: str
+    summary: str
+    old: str  # occurs exactly once in model.py
+    new: str
+    equivalent: str = ""  # why no behaviour changes, for an equivalent mutant
+
+
+M = Mutant
+CATALOGUE: tuple[Mutant, ...] = (
+    M("tool-step-closes-debt-window", "a tool result ends the debt window (R-DEBT-2)",
+      "ag = st.agents[a]._replace(window=Window.CLOSED, call_due=True)\n",
+      "ag = st.agents[a]._replace(window=Window.CLOSED, call_due=True,"
+      " asked_since_answer=False)\n"),
+    M("tool-result-asks", "a tool result asks for a reply (R-DEBT-3)",
+      "ag = st.agents[a]._replace(window=Window.CLOSED, call_due=True)\n",
+      "ag = st.agents[a]._replace(window=Window.CLOSED, call_due=True,"
+      " asked_since_answer=True)\n"),
+    M("results-count-as-last-prompter", "a delivered result becomes the last prompter (R-ADDR-2)",
+      "last_prompter=d.sender if plain and d.sender != a else",
+      "last_prompter=d.sender if d.sender != a else"),
+    M("foreign-reply-asks", "a foreign reply asks for a reply (R-DEBT-3)",
+      "asks = d.sender != a and (plain or (d.sender >= 0 and scope.parents[d.sender] == a))",
+      "asks = d.sender != a"),
+    M("own-child-result-asks-nothing", "an own child's result does not ask (R-DEBT-3)",
+      "asks = d.sender != a and (plain or (d.sender >= 0 and scope.parents[d.sender] == a))",
+      "asks = d.sender != a and plain"),
+    M("never-in-debt-once-answered", "an agent that answered never owes again (R-DEBT-4)",
+      "owed_at_answer=(not ag.answered) or ag.asked_since_answer,",
+      "owed_at_answer=not ag.answered,"),
+    M("always-in-debt", "every final response is owed (no reply debt, R-DEBT-4)",
+      "if prof.reply_debt and not ag.owed_at_answer:", "if False:"),
+    M("reply-to-parent", "a final response goes to parent_of (R-ADDR-3)",
+      "return parent_of(scope, a) if ag.last_prompter == NOBODY else ag.last_prompter",
+      "return parent_of(scope, a)"),
+    M("executor-result-keeps-mark", "an executor's result does not move the returned mark",
+      "        author = agents[c]._replace(returned_at_tip=True)\n        h =",
+      "        author = agents[c]._replace(returned_at_tip=False)\n        h ="),
+    M("sweep-result-keeps-mark", "the sweep's deposit does not move the returned mark (I-15)",
+      "author = agents[c]._replace(returned_at_tip=True)\n    h = author.history.value\n"
+      "    author = _ah(author, results=(*h.results, Publication(to, kind, h.commits, True)))",
+      "author = agents[c]._replace(returned_at_tip=False)\n    h = author.history.value\n"
+      "    author = _ah(author, results=(*h.results, Publication(to, kind, h.commits, True)))"),
+    M("commit-keeps-returned-mark", "a commit leaves the returned mark 'at the tip'",
+      "ag = ag._replace(returned_at_tip=False)\n", "ag = ag._replace()\n"),
+    M("stop-mark-not-set", "a stopped/budget event sets no mark (folded into returned)",
+      "ag = st.agents[p.agent]._replace(parked_at_tip=True)",
+      "ag = st.agents[p.agent]._replace(parked_at_tip=False)"),
+    M("release-rule-ignores-parked", "the release rule launches for parked obituaries (R-REL-2)",
+      "if (f.sender, f.n) not in seen and warrants(f)]", "if (f.sender, f.n) not in seen]"),
+    M("no-release-rule", "a release never re-reads the inbox (R-REL-1)",
+      "pc=Pc.REREAD_INBOX if prof.release_rule", "pc=Pc.REREAD_INBOX if False"),
+    M("crash-keeps-lock", "a crashed driver's lock stays held",
+      "s = _put(st, i, None, budget=b._replace(crashes=b.crashes - 1))",
+      "s = _put(st, i, None, budget=b._replace(crashes=b.crashes - 1),"
+      " agents=_set_agent(st, st.procs[i].agent, st.agents[st.procs[i].agent]"
+      "._replace(forked_holder=True)) if st.procs[i].lease else None)"),
+    M("settlement-leaves-nothing-due", "crash settlement leaves the warrant at NothingDue",
+      "ag = st.agents[p.agent]._replace(window=Window.CLOSED, call_due=True)",
+      "ag = st.agents[p.agent]._replace(window=Window.CLOSED, call_due=False)"),
+    M("final-deposited-uncommitted", "the final response is deposited before (without) "
+      "its commit (step order)",
+      "    ag2 = _terminal(ag)\n    s = st._replace(agents=_set_agent(st, a, ag2))",
+      "    ag2 = _terminal(ag)\n    s = st"),
+    M("revival-wakes-parent", "the revival probes parent_of instead of the recipient",
+      "p = st.procs[i]._replace(target=st.procs[i].recipient)",
+      "p = st.procs[i]._replace(target=parent_of(scope, st.procs[i].agent))"),
+    M("lost-reply-not-resent", "the sweep never re-sends a lost reply (R-SCAN-9)",
+      "elif ag.answered and not mid_work:", "elif False:"),
+    M("flush-launches-without-mail", "the flush launches agents with no mail (unfunded)",
+      "if ag.exists and ag.inbox and not locked(st, a):", "if ag.exists and not locked(st, a):"),
+    M("revival-then-self-launch-again", "after the revival the exit self-launches again",
+      "return probe_release_launch(st, prof, scope, i, Pc.DONE, Funding.REVIVAL)",
+      "return probe_release_launch(st, prof, scope, i, Pc.SELF_LAUNCH, Funding.REVIVAL)"),
+    M("budget-exhausted-wakes-parent", "a budget-exhausted exit probes its parent (pin 2)",
+      "wake = p.epitaph == FINAL or (", "wake = p.epitaph in (FINAL, BUDGET) or ("),
+    M("writer-never-probes", "`lernie message` deposits and never probes (R-PROBE-2)",
+      "_sub(deposit_publish, Pc.PROBE_RECIPIENT)", "_sub(deposit_publish, Pc.DONE)"),
+    M("drain-results-first", "own-child results are delivered before plain mail (R-DRAIN-4)",
+      "q = tuple(plain + res)", "q = tuple(res + plain)"),
+    M("no-stray-recovery", "the hop does not commit strays first (R-DRAIN-2)",
+      "if ag.uncommitted and prof.stray_recovery:", "if False:"),
+    M("baton-drops-lease", "the tool result's successor hop runs without the lease (R-LOCK-3)",
+      'q = p._replace(tool="", target=NOBODY, sender=NOBODY, number=0)',
+      'q = p._replace(tool="", target=NOBODY, sender=NOBODY, number=0, lease=False)'),
+    M("busy-probe-holds", "a probe that reads busy takes the lock anyway",
+      "_put(st, i, p._replace(pc=busy)))]", "_put(st, i, p._replace(pc=nxt, probe_on=p.target)))]"),
+    M("sweep-ignores-lock", "the sweep judges agents that are being driven (R-SCAN-6)",
+      "if not ag.exists or locked(st, c) or ag.returned_at_tip:",
+      "if not ag.exists or ag.returned_at_tip:"),
+    M("sweep-died-with-mail", "the sweep reports a death with mail pending (R-SCAN-4 a)",
+      "if mid_work and not ag.inbox and not ag.parked_at_tip:",
+      "if mid_work and not ag.parked_at_tip:"),
+    M("obituary-to-self", "an obituary is deposited into the agent's own inbox (R-ADDR-1)",
+      "r = parent_of(scope, p.agent)  # R-ADDR-1", "r = p.agent"),
+    M("rename-replaces", "publication replaces a same-named file (D-1)",
+      "    if prof.create_only:\n        n = _free(ag, p.sender)",
+      "    if False:\n        n = _free(ag, p.sender)"),
+    M("commit-forgets-deposit", "a commit does not account for its delivered deposit (I-5)",
+      "in_flight=_flight_remove(st.in_flight, d))", "in_flight=st.in_flight)"),
+    M("settle-after-strays", "the hop recovers strays before settling (the old order)",
+      "    if ag.window is Window.OPEN and prof.crash_settlement:\n"
+      "        return p._replace(pc=Pc.SETTLE_WINDOW)\n"
+      "    if ag.uncommitted and prof.stray_recovery:\n"
+      "        return p._replace(pc=Pc.RECOVER_STRAYS)\n",
+      "    if ag.uncommitted and prof.stray_recovery:\n"
+      "        return p._replace(pc=Pc.RECOVER_STRAYS)\n"
+      "    if ag.window is Window.OPEN and prof.crash_settlement:\n"
+      "        return p._replace(pc=Pc.SETTLE_WINDOW)\n",
+      equivalent="a stray exists only after a drain, which follows settlement in the same hop, "
+      "and nothing between them opens a window: the two tests are never both true"),
+    M("no-stop-cascade", "`lernie stop` does not reach descendants (R-STOP-3)",
+      "if prof.stop_cascade:", "if False:",
+      equivalent="no invariant asks a stop to reach a child: a child that is not stopped "
+      "runs on and ends through the normal exit protocol"),
+    M("unpaired-not-declined", "a buried tool window is not declined (R-STEP-3)",
+      "if ag.window is Window.BURIED or (", "if False or (",
+      equivalent="under the reference a window is settled before any delivery, so it is "
+      "never buried"),
+    M("sweep-ignores-missing-parent", "the sweep deposits for a parent with no branch",
+      "if par == NOBODY or not agents[par].exists:", "if par == NOBODY:",
+      equivalent="a child exists only once its parent dispatched it, and agents are never "
+      "removed: a registered child's parent is always registered"),
+)
+
+
+class Outcome(NamedTuple):
+    mutant: Mutant
+    caught: str  # "I-n" or ""
+    world: str
+    length: int
+    seconds: float
+
+    @property
+    def verdict(self) -> str:
+        if self.caught:
+            return "killed"
+        return "equivalent" if self.mutant.equivalent else "SURVIVED"
+
+
+def apply(m: Mutant, source: str) -> str:
+    if source.count(m.old) != 1:
+        raise ValueError(f"mutant {m.name}: the edit's anchor occurs {source.count(m.old)} times")
+    return source.replace(m.old, m.new)
+
+
+def run_one(m: Mutant) -> Outcome:
+    """Explore the default worlds with a scratch copy of the model carrying m."""
+    import lernie_spec
+
+    src = Path(lernie_spec.__file__).parent
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        pkg = "lernie_spec_" + m.name.replace("-", "_")
+        dst = Path(tmp) / pkg
+        shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__"))
+        for f in dst.glob("*.py"):
+            text = f.read_text(encoding="utf-8").replace("lernie_spec.", pkg + ".")
+            if f.name == "model.py":
+                text = apply(m, text)
+            f.write_text(text, encoding="utf-8")
+        sys.path.insert(0, tmp)
+        try:
+            explore_mod = importlib.import_module(pkg + ".explore")
+            variants = importlib.import_module(pkg + ".variants")
+            model = importlib.import_module(pkg + ".model")
+            for ns in variants.DEFAULT:
+                r = explore_mod.explore(model.Profile(), ns.scope, first=True)
+                if r.violations:
+                    inv, vio = min(r.violations.items(), key=lambda kv: len(kv[1].trace))
+                    return Outcome(m, inv, ns.name, len(vio.trace), time.perf_counter() - t0)
+        finally:
+            sys.path.remove(tmp)
+            for name in [k for k in sys.modules if k == pkg or k.startswith(pkg + ".")]:
+                del sys.modules[name]
+    return Outcome(m, "", "", 0, time.perf_counter() - t0)
+
+
+def run_all(catalogue: tuple[Mutant, ...] = CATALOGUE, workers: int = 2) -> list[Outcome]:
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(run_one, catalogue))
+
+
+def table(outs: list[Outcome]) -> str:
+    rows = []
+    for o in outs:
+        if o.caught:
+            what = f"caught by {o.caught} in {o.world}, {o.length}-step trace, {o.seconds:.1f}s"
+        elif o.mutant.equivalent:
+            what = f"equivalent: {o.mutant.equivalent} ({o.seconds:.1f}s)"
+        else:
+            what = f"SURVIVED the default worlds ({o.seconds:.1f}s)"
+        rows.append((o.mutant.name, o.mutant.summary, what))
+    w0 = max(len("mutant"), *(len(r[0]) for r in rows))
+    w1 = max(len("what it breaks"), *(len(r[1]) for r in rows))
+    lines = [f"{'mutant':{w0}}  {'what it breaks':{w1}}  verdict",
+             f"{'-' * w0}  {'-' * w1}  -------"]
+    lines += [f"{a:{w0}}  {b:{w1}}  {c}" for a, b, c in rows]
+    k = sum(1 for o in outs if o.caught)
+    e = sum(1 for o in outs if not o.caught and o.mutant.equivalent)
+    s = sum(1 for o in outs if o.verdict == "SURVIVED")
+    lines.append("")
+    lines.append(f"mutants: {k} killed, {e} equivalent, {s} survived of {len(outs)}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    """`lernie-check mutants [NAME ...]`."""
+    names = set(argv)
+    unknown = names - {m.name for m in CATALOGUE}
+    if unknown:
+        print(f"lernie-check mutants: unknown mutant {sorted(unknown)[0]!r}", file=sys.stderr)
+        return 2
+    cat = tuple(m for m in CATALOGUE if not names or m.name in names)
+    outs = run_all(cat)
+    print(table(outs))
+    return 1 if any(o.verdict == "SURVIVED" for o in outs) else 0

@@ -44,6 +44,7 @@ import os
 from dataclasses import dataclass, field
 
 from lernie_ref.actors.probe import ProbeOutcome, probe_actor
+from lernie_ref.actors.release import notice
 from lernie_ref.core.actor import Actor, Passed, run
 from lernie_ref.core.clock import Clock
 from lernie_ref.core.entry import entry_blocks, text_of
@@ -61,6 +62,7 @@ from lernie_ref.core.vocab import MARK_REF_PREFIX, Epitaph, MarkKind, Point
 from lernie_ref.core.warrant import Warrant, warrant_of
 from lernie_ref.reply import recipient
 from lernie_ref.reply_debt import is_terminal_response, read_bytes, read_entries, read_text
+from lernie_ref.substrate import gitlocks
 from lernie_ref.substrate.deposit import deposit_result_actor, pending
 from lernie_ref.substrate.launcher import Launcher
 from lernie_ref.substrate.lock import try_acquire
@@ -259,6 +261,10 @@ def _sweep_one(
     try:
         # No inbox directory: nothing to hold (and no executor can hold it either).
         yield Passed(Point.SCAN_HELD if lock is not None else Point.SCAN_NO_INBOX, agent)
+        if lock is not None:  # R-WS-8: the sweep holds the lock, so it clears like a driver
+            removed = gitlocks.clear_stale_locks(ws.root, ws.worktree(agent), agent)
+            if removed:
+                notice(gitlocks.describe(ws.root, removed, agent))
         condition, tip = read_condition(ws, agent)
         yield Passed(Point.SCAN_ASSESSED, agent, condition.value)
         if condition is Condition.DIED_MID_WORK:

@@ -846,6 +846,8 @@ NOT_MODELLED: dict[str, str] = {
     "R-WS-5": "ref names: the returned mark is a field",
     "R-WS-6": "git invocation discipline",
     "R-WS-7": "path containment",
+    "R-WS-8": "git lock files: a commit is one atomic step of the model",
+    "R-WS-9": "git lock files: a commit is one atomic step of the model",
     "R-TR-1": "entry names: the transcript is abstracted (§19)",
     "R-TR-2": "entry numbers: one writer (I-1) makes max + 1 a local matter",
     "R-TR-4": "entry JSON bytes",

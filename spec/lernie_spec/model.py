@@ -865,6 +865,8 @@ NOT_MODELLED: dict[str, str] = {
     "R-SCAN-7": "error texts",
     "R-SCAN-8": "documented residuals, not behaviour",
     "R-SCAN-9": "re-sending a reply lost to a crash between commit and deposit: not yet modelled",
+    "R-SCAN-10": "the scan's revival of a dead agent with work due: not yet modelled",
+    "R-STATUS-4": "read-only report",
     "R-STOP-2": "holder discovery via /proc: the model flags the holder directly",
     "R-STOP-4": "signal delivery: the model sets the holder's flag",
     "R-STOP-5": "SIGKILL deadline: a kill is a crash",

@@ -8,7 +8,6 @@ the lease goes, nothing more is written, as at SIGKILL); the recovery is the rea
 from __future__ import annotations
 
 import json
-import sys
 
 from conftest import run_cli, wait_quiescent
 
@@ -18,9 +17,7 @@ from lernie_ref.core.frontmatter import split_frontmatter
 from lernie_ref.inbox import RecordingLauncher, cli_dispatch, cli_prompt
 from lernie_ref.substrate.workspace import Workspace
 from tests.driver.util import entries, worktree_clean
-
-sys.path.insert(0, str(__import__("pathlib").Path(__file__).parents[1] / "operator"))
-from opkit import crash_at, drive  # noqa: E402
+from tests.operator.opkit import crash_at, drive
 
 
 def status_rows(ws: Workspace) -> tuple[dict[str, dict[str, object]], str]:

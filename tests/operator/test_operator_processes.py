@@ -18,7 +18,7 @@ from pathlib import Path
 from conftest import run_cli, wait_quiescent
 from opkit import drive, mark, results_from, wait_for
 
-from lernie_ref.inbox import RecordingLauncher, cli_prompt, pending
+from lernie_ref.inbox import RecordingLauncher, cli_prompt
 from lernie_ref.operator.stop import discover, is_gone, lock_holder_pids, stop
 from lernie_ref.reply_debt import read_entries
 from lernie_ref.substrate.workspace import Workspace

@@ -148,6 +148,17 @@ def _drive(ws: Workspace, agent_id: str, lock: ExecutorLock, deps: HopDeps) -> A
     if due is Warrant.UNPAIRED:
         raise UnpairedToolUse(agent_id)
     if due is Warrant.NOTHING_DUE:
+        newest = transcript.load(worktree)[-1:] if delivery.stray_recovered else []
+        if newest and newest[0].role == "assistant" and not tool_use_ids(newest[0].blocks()):
+            # R-DRAIN-8: the stray just recovered is a terminal response whose driver died
+            # before its exit protocol: finish that protocol now (nothing was deposited yet).
+            response = text_of(newest[0].blocks())
+            return (
+                yield from _conclude(
+                    ws, agent_id, Epitaph.FINAL_RESPONSE, lock, delivery.seen, deps,
+                    response=response,
+                )
+            )
         yield from release_actor(ws.root, agent_id, lock, delivery.seen, deps.launcher)
         return HopResult(Outcome.NOTHING_TO_DO)
     return (yield from _step(ws, agent_id, lock, delivery.seen, deps))

@@ -43,6 +43,7 @@ import json
 import os
 from dataclasses import dataclass, field
 
+from lernie_ref.actors.drain import STRAY_SUBJECT
 from lernie_ref.actors.probe import ProbeOutcome, probe_actor
 from lernie_ref.actors.release import notice
 from lernie_ref.core.actor import Actor, Passed, run
@@ -58,7 +59,7 @@ from lernie_ref.core.errors import (
 )
 from lernie_ref.core.frontmatter import terminal_ref_of
 from lernie_ref.core.ids import is_agent_id, parent_of
-from lernie_ref.core.vocab import MARK_REF_PREFIX, Epitaph, MarkKind, Point
+from lernie_ref.core.vocab import MARK_REF_PREFIX, MESSAGES_DIR, Epitaph, MarkKind, Point
 from lernie_ref.core.warrant import Warrant, unanswered_tail, warrant_of
 from lernie_ref.reply import recipient
 from lernie_ref.reply_debt import is_terminal_response, read_bytes, read_entries, read_text
@@ -239,7 +240,9 @@ def unsent_reply(
         return None
     newest = entries[0]
     subject = ws.git.run(ws.repo_git, ["log", "-1", "--format=%s", tip]).stdout
-    if subject != commit_subject(newest.seq, newest.origin, agent):
+    # The entry's own commit, or the stray recovery that committed it (R-DRAIN-2).
+    if subject not in (commit_subject(newest.seq, newest.origin, agent),
+                       STRAY_SUBJECT.format(agent=agent)):
         return None
     to = recipient(worktree, agent, Epitaph.FINAL_RESPONSE)
     if to is None or to not in registry or _result_on_disk(ws, to, agent, tip):
@@ -263,6 +266,16 @@ def work_due(ws: Workspace, agent: str) -> bool:
     if due is Warrant.MODEL_CALL_DUE:
         return True
     return due is Warrant.UNPAIRED and bool(unanswered_tail(history))
+
+
+def stray_terminal(ws: Workspace, agent: str, tip: str) -> bool:
+    """R-SCAN-10: the newest entry is a terminal response that is not the tip's own commit:
+    its driver died between the entry's rename and its commit (an uncommitted stray)."""
+    entries = read_entries(ws.worktree(agent))
+    if not entries or not is_terminal_response(entries[0]):
+        return False
+    path = f"{tip}:{MESSAGES_DIR}/{entries[0].path.name}"
+    return ws.git.run(ws.repo_git, ["cat-file", "-e", path], check=False).returncode != 0
 
 
 def revivals_at(ws: Workspace, agent: str, tip: str) -> int:
@@ -349,8 +362,16 @@ def _sweep_one(
         elif condition is Condition.AT_REST:
             try:
                 unsent = unsent_reply(ws, agent, tip, registry)
+                stray = lock is not None and stray_terminal(ws, agent, tip)
             except LernieError as exc:
                 raise ScanError(f"read transcript of {agent}: {exc}") from None
+            if stray:  # R-SCAN-10: the hop recovers it and finishes its exit protocol
+                count = revivals_at(ws, agent, tip)
+                if count >= REVIVE_LIMIT:
+                    report.given_up.append(agent)
+                else:
+                    _record_revival(ws, agent, tip, count + 1)
+                    revive = True
             if unsent is not None:
                 yield from deposit_result_actor(
                     ws.root,

@@ -60,6 +60,7 @@ class Delivery:
     delivered: int
     seen: Seen
     worktree_present: bool = True
+    stray_recovered: bool = False
 
 
 def _read_deposit(item: Pending) -> str:
@@ -139,7 +140,8 @@ def drain_actor(
             return Delivery(0, frozenset(), worktree_present=False)
         rematerialize(ws, agent_id)
         yield Passed(Point.DRAIN_REMATERIALIZED, agent_id)
-    if recover_strays(worktree, agent_id, runner):
+    stray = recover_strays(worktree, agent_id, runner)
+    if stray:
         yield Passed(Point.DRAIN_STRAY_COMMITTED, agent_id)
     plain: list[Pending] = []
     results: list[Pending] = []
@@ -148,4 +150,4 @@ def drain_actor(
         (results if own_result_ref(agent_id, item.sender, body) is not None else plain).append(item)
     for item in plain + results:
         yield from deliver_actor(worktree, agent_id, item, runner)
-    return Delivery(len(listed), frozenset())
+    return Delivery(len(listed), frozenset(), stray_recovered=stray)

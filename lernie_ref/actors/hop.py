@@ -47,7 +47,7 @@ from lernie_ref.core.errors import (
 from lernie_ref.core.vocab import STAGING_FILE, MarkKind, Point
 from lernie_ref.core.warrant import Warrant, unanswered_tail, warrant_of
 from lernie_ref.inbox import Epitaph, Launcher
-from lernie_ref.substrate import transcript
+from lernie_ref.substrate import gitlocks, transcript
 from lernie_ref.substrate.config import Config
 from lernie_ref.substrate.lock import ExecutorLock, take_lease
 from lernie_ref.substrate.workspace import Workspace
@@ -127,6 +127,9 @@ def _settle_actor(ws: Workspace, agent_id: str, ids: Sequence[str], text: str) -
 
 def _drive(ws: Workspace, agent_id: str, lock: ExecutorLock, deps: HopDeps) -> Actor[HopResult]:
     worktree = ws.worktree(agent_id)
+    removed = gitlocks.clear_stale_locks(ws.root, worktree, agent_id)
+    if removed:  # R-WS-8: before the holder's first git call
+        notice(gitlocks.describe(ws.root, removed, agent_id))
     if worktree.is_dir():
         open_ids = unanswered_tail(transcript.history_of(transcript.load(worktree)))
         if open_ids:
@@ -145,6 +148,17 @@ def _drive(ws: Workspace, agent_id: str, lock: ExecutorLock, deps: HopDeps) -> A
     if due is Warrant.UNPAIRED:
         raise UnpairedToolUse(agent_id)
     if due is Warrant.NOTHING_DUE:
+        newest = transcript.load(worktree)[-1:] if delivery.stray_recovered else []
+        if newest and newest[0].role == "assistant" and not tool_use_ids(newest[0].blocks()):
+            # R-DRAIN-8: the stray just recovered is a terminal response whose driver died
+            # before its exit protocol: finish that protocol now (nothing was deposited yet).
+            response = text_of(newest[0].blocks())
+            return (
+                yield from _conclude(
+                    ws, agent_id, Epitaph.FINAL_RESPONSE, lock, delivery.seen, deps,
+                    response=response,
+                )
+            )
         yield from release_actor(ws.root, agent_id, lock, delivery.seen, deps.launcher)
         return HopResult(Outcome.NOTHING_TO_DO)
     return (yield from _step(ws, agent_id, lock, delivery.seen, deps))

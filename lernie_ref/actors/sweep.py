@@ -43,7 +43,9 @@ import json
 import os
 from dataclasses import dataclass, field
 
+from lernie_ref.actors.drain import STRAY_SUBJECT
 from lernie_ref.actors.probe import ProbeOutcome, probe_actor
+from lernie_ref.actors.release import notice
 from lernie_ref.core.actor import Actor, Passed, run
 from lernie_ref.core.clock import Clock
 from lernie_ref.core.entry import entry_blocks, text_of
@@ -57,10 +59,11 @@ from lernie_ref.core.errors import (
 )
 from lernie_ref.core.frontmatter import terminal_ref_of
 from lernie_ref.core.ids import is_agent_id, parent_of
-from lernie_ref.core.vocab import MARK_REF_PREFIX, Epitaph, MarkKind, Point
-from lernie_ref.core.warrant import Warrant, warrant_of
+from lernie_ref.core.vocab import MARK_REF_PREFIX, MESSAGES_DIR, Epitaph, MarkKind, Point
+from lernie_ref.core.warrant import Warrant, unanswered_tail, warrant_of
 from lernie_ref.reply import recipient
 from lernie_ref.reply_debt import is_terminal_response, read_bytes, read_entries, read_text
+from lernie_ref.substrate import gitlocks
 from lernie_ref.substrate.deposit import deposit_result_actor, pending
 from lernie_ref.substrate.launcher import Launcher
 from lernie_ref.substrate.lock import try_acquire
@@ -120,6 +123,10 @@ class ScanReport:
     busy: list[str] = field(default_factory=list)
     debris: list[str] = field(default_factory=list)
     driven: list[str] = field(default_factory=list)
+    revived: list[str] = field(default_factory=list)
+    """Dead agents with work due that the pass relaunched (R-SCAN-10); also in ``launched``."""
+    given_up: list[str] = field(default_factory=list)
+    """Dead agents with work due the crash-loop guard keeps down (R-SCAN-10)."""
 
     def line(self) -> str:
         """R-SCAN-3: upstream's report line, byte for byte."""
@@ -140,6 +147,8 @@ class ScanReport:
             "busy": list(self.busy),
             "debris": list(self.debris),
             "driven": list(self.driven),
+            "revived": list(self.revived),
+            "given_up": list(self.given_up),
         }
 
     def json_text(self) -> str:
@@ -231,7 +240,9 @@ def unsent_reply(
         return None
     newest = entries[0]
     subject = ws.git.run(ws.repo_git, ["log", "-1", "--format=%s", tip]).stdout
-    if subject != commit_subject(newest.seq, newest.origin, agent):
+    # The entry's own commit, or the stray recovery that committed it (R-DRAIN-2).
+    if subject not in (commit_subject(newest.seq, newest.origin, agent),
+                       STRAY_SUBJECT.format(agent=agent)):
         return None
     to = recipient(worktree, agent, Epitaph.FINAL_RESPONSE)
     if to is None or to not in registry or _result_on_disk(ws, to, agent, tip):
@@ -239,14 +250,72 @@ def unsent_reply(
     return UnsentReply(to, text_of(entry_blocks(read_bytes(newest))))
 
 
+# --------------------------------------------------------------------- revival
+
+REVIVE_LIMIT = 3
+"""R-SCAN-10: relaunches of a dead agent at one branch tip before the scan gives up on it."""
+REVIVALS_FILE = "revivals"
+"""R-SCAN-10: ``steps/<id>/revivals`` holds ``<tip> <count>``: the scan's relaunches at a tip."""
+
+
+def work_due(ws: Workspace, agent: str) -> bool:
+    """R-SCAN-10: a hop would take a step: a model call is due, or the only unpaired calls
+    are a trailing open tool window (R-STEP-2 settles it, then a model call is due)."""
+    history = history_of(load(ws.worktree(agent)))
+    due = warrant_of(history)
+    if due is Warrant.MODEL_CALL_DUE:
+        return True
+    return due is Warrant.UNPAIRED and bool(unanswered_tail(history))
+
+
+def stray_terminal(ws: Workspace, agent: str, tip: str) -> bool:
+    """R-SCAN-10: the newest entry is a terminal response that is not the tip's own commit:
+    its driver died between the entry's rename and its commit (an uncommitted stray)."""
+    entries = read_entries(ws.worktree(agent))
+    if not entries or not is_terminal_response(entries[0]):
+        return False
+    path = f"{tip}:{MESSAGES_DIR}/{entries[0].path.name}"
+    return ws.git.run(ws.repo_git, ["cat-file", "-e", path], check=False).returncode != 0
+
+
+def revivals_at(ws: Workspace, agent: str, tip: str) -> int:
+    """How many times the scan relaunched ``agent`` at ``tip`` (0 after any progress)."""
+    try:
+        text = (ws.steps_dir(agent) / REVIVALS_FILE).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return 0
+    parts = text.split()
+    if len(parts) != 2 or parts[0] != tip or not parts[1].isdigit():
+        return 0
+    return int(parts[1])
+
+
+def _record_revival(ws: Workspace, agent: str, tip: str, count: int) -> None:
+    """Write ``<tip> <count>`` by rename (the caller holds the agent's lock)."""
+    directory = ws.steps_dir(agent)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        temp = directory / f".{REVIVALS_FILE}.tmp"
+        temp.write_text(f"{tip} {count}\n", encoding="utf-8")
+        os.replace(temp, directory / REVIVALS_FILE)
+    except OSError as exc:
+        raise ScanError(f"record revival of {agent}: {io_text(exc)}") from None
+
+
 # --------------------------------------------------------------------- the pass
 
 
 def _sweep_one(
-    ws: Workspace, agent: str, registry: frozenset[str], report: ScanReport, clock: Clock
+    ws: Workspace,
+    agent: str,
+    registry: frozenset[str],
+    report: ScanReport,
+    clock: Clock,
+    launcher: Launcher,
 ) -> Actor[None]:
     inbox = ws.inbox_dir(agent)
     lock = None
+    revive = False
     if inbox.is_dir():  # no directory: nobody can hold the lock, and none is created (R-SCAN-6)
         try:
             lock = try_acquire(inbox)
@@ -259,6 +328,10 @@ def _sweep_one(
     try:
         # No inbox directory: nothing to hold (and no executor can hold it either).
         yield Passed(Point.SCAN_HELD if lock is not None else Point.SCAN_NO_INBOX, agent)
+        if lock is not None:  # R-WS-8: the sweep holds the lock, so it clears like a driver
+            removed = gitlocks.clear_stale_locks(ws.root, ws.worktree(agent), agent)
+            if removed:
+                notice(gitlocks.describe(ws.root, removed, agent))
         condition, tip = read_condition(ws, agent)
         yield Passed(Point.SCAN_ASSESSED, agent, condition.value)
         if condition is Condition.DIED_MID_WORK:
@@ -274,11 +347,31 @@ def _sweep_one(
                 )
                 report.swept.append(agent)
                 yield Passed(Point.SCAN_SWEPT, agent, parent)
+            if lock is not None:
+                try:
+                    due = work_due(ws, agent)
+                except LernieError as exc:
+                    raise ScanError(f"read transcript of {agent}: {exc}") from None
+                if due:
+                    count = revivals_at(ws, agent, tip)
+                    if count >= REVIVE_LIMIT:
+                        report.given_up.append(agent)
+                    else:
+                        _record_revival(ws, agent, tip, count + 1)
+                        revive = True
         elif condition is Condition.AT_REST:
             try:
                 unsent = unsent_reply(ws, agent, tip, registry)
+                stray = lock is not None and stray_terminal(ws, agent, tip)
             except LernieError as exc:
                 raise ScanError(f"read transcript of {agent}: {exc}") from None
+            if stray:  # R-SCAN-10: the hop recovers it and finishes its exit protocol
+                count = revivals_at(ws, agent, tip)
+                if count >= REVIVE_LIMIT:
+                    report.given_up.append(agent)
+                else:
+                    _record_revival(ws, agent, tip, count + 1)
+                    revive = True
             if unsent is not None:
                 yield from deposit_result_actor(
                     ws.root,
@@ -297,6 +390,14 @@ def _sweep_one(
             lock.release()
     if lock is not None:
         yield Passed(Point.SCAN_RELEASED, agent)
+    if revive:  # R-SCAN-10: after the hold is released, so the driver can take the lock
+        try:
+            outcome = yield from probe_actor(ws.root, agent, launcher)
+        except (LockError, LaunchError) as exc:
+            raise ScanError(f"revive (probe-and-launch) {agent}: {exc.detail}") from None
+        if outcome is ProbeOutcome.LAUNCHED:
+            report.revived.append(agent)
+            report.launched.append(agent)
 
 
 def _inbox_names(ws: Workspace) -> list[str]:
@@ -350,7 +451,7 @@ def scan_actor(
     registry = frozenset(agents)
     report = ScanReport()
     for agent in agents:
-        yield from _sweep_one(ws, agent, registry, report, clock)
+        yield from _sweep_one(ws, agent, registry, report, clock, launcher)
     yield from _flush(ws, registry, launcher, report)
     return report
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
-from lernie_ref.operator.status import render_json, render_table, status
+from lernie_ref.operator.status import advice, render_json, render_table, status
 from lernie_ref.substrate.workspace import require_workspace
 
 
@@ -16,4 +17,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(ns: argparse.Namespace) -> str | None:
     ws = require_workspace(ns.workspace)
     rows = status(ws)
+    for row in rows:  # R-STATUS-5: what to do for a dead agent, on stderr
+        hint = advice(ws, row)
+        if hint is not None:
+            print(f"lernie status: {hint}", file=sys.stderr)
     return render_json(rows) if ns.json else render_table(rows)

@@ -140,13 +140,49 @@ class AmbiguousName(LernieError):
         self.candidates = tuple(sorted(candidates))
 
 
-class GitError(LernieError):
-    """A git command exited non-zero (R-WS-6): ``git [args] exited with …: stderr``."""
+def fold_lines(text: str) -> str:
+    """Fold git's stderr into one line (R-WS-6, R-STEP-5: every error is one line).
 
-    def __init__(self, args: Sequence[str], returncode: int, stderr: str) -> None:
-        super().__init__(
-            f"git {debug_list(list(args))} exited with exit status: {returncode}: {stderr.strip()}"
-        )
+    When some lines are git's own diagnostics (``fatal:``, ``error:``) only those are
+    kept, so the paragraph of advice git prints after a lock failure does not bury
+    them; otherwise every non-blank line. Lines are trimmed and joined by a space.
+    """
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    marked = [line for line in lines if line.startswith(("fatal:", "error:"))]
+    return " ".join(marked or lines)
+
+
+def exit_status_text(returncode: int) -> str:
+    """Rust's ``ExitStatus`` Display: ``exit status: N``, or ``signal: N (SIGNAME)`` for a
+    process killed by a signal (``subprocess`` reports those as ``-N``)."""
+    if returncode >= 0:
+        return f"exit status: {returncode}"
+    import signal
+
+    try:
+        name = signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal: {-returncode}"
+    return f"signal: {-returncode} ({name})"
+
+
+class GitError(LernieError):
+    """A git command failed (R-WS-6): ``git [args] exited with exit status: N: <stderr>``.
+
+    git's stderr is folded into the one line (R-WS-6); a git killed by a signal reads
+    ``exited with signal: 9 (SIGKILL)``. ``note`` is appended in parentheses.
+    """
+
+    def __init__(
+        self, args: Sequence[str], returncode: int, stderr: str, note: str = ""
+    ) -> None:
+        detail = fold_lines(stderr)
+        text = f"git {debug_list(list(args))} exited with {exit_status_text(returncode)}"
+        if detail:
+            text += f": {detail}"
+        if note:
+            text += f" ({note})"
+        super().__init__(text)
         self.args_ = tuple(args)
         self.returncode = returncode
         self.stderr = stderr

@@ -18,9 +18,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from lernie_ref.actors.sweep import (
+    REVIVE_LIMIT,
     Condition,
     condition_of,
     mark_value,
+    revivals_at,
     transcript_due,
 )
 from lernie_ref.core.errors import LernieError
@@ -259,4 +261,24 @@ def render_json(rows: Sequence[AgentStatus]) -> str:
             "tokens": {"input": tokens_in, "output": tokens_out, "total": tokens_in + tokens_out},
         },
         sort_keys=True,
+    )
+
+
+def advice(ws: Workspace, row: AgentStatus) -> str | None:
+    """R-STATUS-5: what the operator can do for a dead agent (``None`` for any other row)."""
+    if not row.died_mid_work:
+        return None
+    try:
+        tip = ws.branch_tip(row.id)
+    except LernieError:
+        tip = ""
+    if revivals_at(ws, row.id, tip) >= REVIVE_LIMIT:
+        return (
+            f"{row.id} died mid-work {REVIVE_LIMIT} times after `lernie scan` revived it with "
+            f"no progress; read {ws.driver_log(row.id)}, fix the cause, then run "
+            f"`lernie advance {ws.root} {row.id}` by hand (R-SCAN-10)"
+        )
+    return (
+        f"{row.id} died mid-work with work due; `lernie scan {ws.root}` relaunches it "
+        "(R-SCAN-10)"
     )

@@ -15,6 +15,7 @@ from pathlib import Path
 from lernie_ref.core.clock import Clock
 from lernie_ref.core.errors import (
     AmbiguousName,
+    GitError,
     LernieError,
     NotAWorkspace,
     OldLayout,
@@ -106,23 +107,27 @@ class Workspace:
         raise NotAWorkspace(str(self.root))
 
     def agent_exists(self, agent_id: str) -> bool:
-        """R-ID-4: ``rev-parse --verify --quiet refs/heads/agents/<id>``; any failure is "no"."""
+        """R-ID-4: ``rev-parse --verify --quiet refs/heads/agents/<id>``.
+
+        Exit 0 → the agent exists; exit 1 → it does not. Any other outcome (git killed
+        by a signal, a broken repository, git missing) is not an answer about the agent
+        and raises :class:`GitError` naming the command (R-ID-4), never "no such agent".
+        """
         if not is_agent_id(agent_id):
             return False
         if agent_id in self._known:
             return True
+        args = ["rev-parse", "--verify", "--quiet", AGENT_REF_PREFIX + agent_id]
         try:
-            result = self.git.run(
-                self.repo_git,
-                ["rev-parse", "--verify", "--quiet", AGENT_REF_PREFIX + agent_id],
-                check=False,
-            )
-        except OSError:
-            return False
+            result = self.git.run(self.repo_git, args, check=False)
+        except OSError as exc:
+            raise GitError(args, 127, io_text(exc)) from None
         if result.returncode == 0:
             self._known.add(agent_id)
             return True
-        return False
+        if result.returncode == 1:
+            return False
+        raise GitError(args, result.returncode, result.stderr)
 
     def require_agent(self, agent_id: str, reason: str) -> None:
         """R-ID-4: raise :class:`UnknownAgent` (with ``reason``) unless the agent exists."""
@@ -158,9 +163,9 @@ class Workspace:
         With no match (or a registry that cannot be read) the needle comes back unchanged
         and the existence guard declines it later.
         """
-        if self.agent_exists(needle):
-            return needle
         try:
+            if self.agent_exists(needle):
+                return needle
             hits = self.agents_named(needle)
         except (LernieError, OSError):
             return needle

@@ -79,11 +79,14 @@ def test_r_scan_3_json_report(ws: Workspace) -> None:
         "silent_deaths": [root],
         "swept": [],
         "resent": [],
-        "launched": [],
+        "launched": [root],
         "busy": [],
         "debris": [],
         "driven": [],
+        "revived": [root],
+        "given_up": [],
     }
+    wait_quiescent(ws)
     assert proc.stdout.count("\n") == 1
 
 

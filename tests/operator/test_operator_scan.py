@@ -90,6 +90,8 @@ def test_r_scan_3_report_line_is_upstreams_shape() -> None:
         "busy": ["X"],
         "debris": ["g"],
         "driven": [],
+        "revived": [],
+        "given_up": [],
     }
 
 
@@ -108,14 +110,16 @@ def test_r_scan_5_died_before_the_model_call_gets_one_obituary_and_i15_idempoten
     assert report.swept == [child]
     assert died_results(ws, root, child) == [("died", tip)]
     assert mark(ws, "returned", child) == tip
-    assert report.launched == [root]
-    assert rec.launches == [(ws.root, root)]
+    # The child is revived (R-SCAN-10) in the sweep, the parent launched by the flush.
+    assert report.revived == [child] and report.launched == [child, root]
+    assert rec.launches == [(ws.root, child), (ws.root, root)]
 
     again = scan(ws, RecordingLauncher(), SystemClock())
     assert again.swept == [] and again.silent_deaths == []
     assert died_results(ws, root, child) == [("died", tip)]
 
-    drive(ws, root)  # the launched parent delivers the obituary
+    drive(ws, child)  # the revived child answers its goal
+    drive(ws, root)  # the launched parent delivers the obituary and the reply
     assert pending(ws.inbox_dir(root)) == []
     assert scan(ws, RecordingLauncher(), SystemClock()).line() == QUIET
 

@@ -1,0 +1,177 @@
+"""Git lock files that only the holder of an agent's executor lock can create (R-WS-8).
+
+git guards each file it rewrites with a ``<file>.lock`` created ``O_CREAT|O_EXCL``
+and renamed over the file when done. A git process killed in between (a driver's
+process group killed, a power loss) leaves the ``.lock`` behind, and every later
+git call that needs it fails with ``Unable to create '….lock': File exists`` —
+for good, since no process will ever remove it.
+
+The executor lock settles whose such a file can be. After an agent's creation
+commit, every git call that writes the agent's worktree index, its worktree
+``HEAD``, its branch ``refs/heads/agents/<id>`` or its marks
+``refs/lernie/<kind>/<id>`` is made by the process holding the agent's executor
+lock (its driver, or the sweep holding it, R-SCAN-6). So once a process holds
+that lock, a lock file among these was left by a predecessor holder, which is
+dead (the kernel released its flock) — unless one of its git children outlived
+it and is still running (only the driver's pid was killed). The holder therefore
+looks for a live ``git`` working in the agent's worktree, or naming the agent on
+its command line, waits for it (bounded), and then removes what is left, with one
+notice line, before its own first git call.
+
+Shared lock files of ``repo.git`` (``packed-refs.lock``, ``config.lock``,
+another agent's refs) are never touched here: another agent's holder may own
+them. The git runner retries a call that meets one (R-WS-9).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from lernie_ref.core.errors import LernieError, io_text
+from lernie_ref.core.ids import require_agent_id
+from lernie_ref.core.vocab import AGENT_REF_PREFIX, MARK_REF_PREFIX, REPO_DIR, MarkKind
+
+WORKTREE_LOCKS = ("index.lock", "HEAD.lock")
+"""Lock files in the agent's worktree admin directory ``repo.git/worktrees/<name>/``."""
+
+OWNER_WAIT_PAUSES = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2)
+"""How long (seconds, in turn) a holder waits for a live git that may own a lock file."""
+
+
+class StaleLockError(LernieError):
+    """A lock file the holder owns is still in use by a live git after the bounded wait."""
+
+
+def worktree_admin_dir(repo_git: Path, worktree: Path, agent_id: str) -> Path:
+    """``repo.git/worktrees/<name>`` of the agent's worktree.
+
+    The name is read from the worktree's ``.git`` file (git adds a number when the
+    plain name was taken); a pointer that leads anywhere but one directory directly
+    under ``repo.git/worktrees/`` is not followed, and ``<id>`` is assumed.
+    """
+    fallback = repo_git / "worktrees" / require_agent_id(agent_id)
+    try:
+        text = (worktree / ".git").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return fallback
+    if not text.startswith("gitdir: "):
+        return fallback
+    pointed = Path(text[len("gitdir: ") :].strip())
+    name = pointed.name
+    if pointed.parent.name != "worktrees" or name in ("", ".", "..") or "/" in name:
+        return fallback
+    return repo_git / "worktrees" / name
+
+
+def owned_lock_files(repo_git: Path, worktree: Path, agent_id: str) -> list[Path]:
+    """R-WS-8: every git lock file only the holder of ``agent_id``'s executor lock creates."""
+    admin = worktree_admin_dir(repo_git, worktree, agent_id)
+    paths = [admin / name for name in WORKTREE_LOCKS]
+    paths.append(repo_git / f"{AGENT_REF_PREFIX}{agent_id}.lock")
+    paths.extend(repo_git / f"{MARK_REF_PREFIX}{kind.value}/{agent_id}.lock" for kind in MarkKind)
+    return paths
+
+
+def _proc_cwd(pid: str) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        return None
+
+
+def live_git_users(worktree: Path, agent_id: str) -> list[int]:
+    """Pids of live ``git`` processes that may own one of the agent's lock files: one whose
+    working directory is the agent's worktree (or below it), or whose command line names
+    the agent (a mark update runs in ``repo.git``). Zombies are not alive."""
+    root = os.path.realpath(worktree)
+    # The id as a whole path component (``…/returned/<id>``, ``…/agents/<id>^{commit}``),
+    # so a child's id, which extends its parent's, does not count for the parent.
+    needle = re.compile(
+        rb"(?:^|/)" + re.escape(agent_id.encode("utf-8", "surrogateescape")) + rb"(?:$|[/:^@~])"
+    )
+    found: list[int] = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    for pid in entries:
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        comm_end = stat.rfind(b")")
+        comm = stat[stat.find(b"(") + 1 : comm_end]
+        state = stat[comm_end + 2 : comm_end + 3]
+        if not comm.startswith(b"git") or state in (b"Z", b"X"):
+            continue
+        cwd = _proc_cwd(pid)
+        if cwd is not None and (cwd == root or cwd.startswith(root + os.sep)):
+            found.append(int(pid))
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                argv = handle.read().split(b"\0")
+        except OSError:
+            continue
+        if any(needle.search(arg) for arg in argv):
+            found.append(int(pid))
+    return found
+
+
+def clear_stale_locks(
+    ws_root: Path,
+    worktree: Path,
+    agent_id: str,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    live_users: Callable[[Path, str], list[int]] = live_git_users,
+) -> list[Path]:
+    """R-WS-8: remove the agent's lock files a dead process left; the caller holds the
+    agent's executor lock and has made no git call yet. Returns the files removed.
+
+    With no such file this is a few ``stat`` calls. With one, a live git that may own
+    it is waited for (:data:`OWNER_WAIT_PAUSES`); one still running after the wait
+    raises :class:`StaleLockError` and nothing is removed.
+    """
+    repo_git = ws_root / REPO_DIR
+    present = [p for p in owned_lock_files(repo_git, worktree, agent_id) if p.exists()]
+    if not present:
+        return []
+    for pause in (*OWNER_WAIT_PAUSES, None):
+        users = live_users(worktree, agent_id)
+        if not users:
+            break
+        if pause is None:
+            names = ", ".join(p.name for p in present)
+            pids = ", ".join(str(u) for u in users)
+            raise StaleLockError(
+                f"git lock file(s) {names} of {agent_id} are in use by live git process(es) "
+                f"{pids} that outlived their driver; try again when they have finished"
+            )
+        sleep(pause)
+    removed: list[Path] = []
+    for path in present:
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            continue  # its owner finished while we waited
+        except OSError as exc:
+            raise StaleLockError(f"remove stale git lock {path}: {io_text(exc)}") from None
+        removed.append(path)
+    return removed
+
+
+def describe(ws_root: Path, removed: list[Path], agent_id: str) -> str:
+    """The one notice line for ``driver.log`` (R-WS-8)."""
+    shown = ", ".join(os.path.relpath(p, ws_root) for p in removed)
+    return (
+        f"removed stale git lock file(s) {shown} of [{agent_id}] left by a dead process "
+        "(R-WS-8)"
+    )

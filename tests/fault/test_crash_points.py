@@ -1,0 +1,297 @@
+"""Item: every crash point of every write sequence heals on the next touch (I-5, I-4, I-18).
+
+For each write sequence the test first runs it once, recording its operations: every
+protocol point the actors pass and every git call. Then, for every prefix, it restores
+the same starting workspace, forks a real process that runs the sequence and kills
+itself with SIGKILL at the cut (the kernel drops its flock; no ``finally`` runs), and
+runs the documented next touch in this process: ``scan`` (R-SCAN-10) and the drivers it
+and the touched writers launch, then a fresh message to every agent. Each ``git commit``
+is also cut *inside*: the index written to ``index.lock`` and nothing else; objects
+written and the ref locks taken but the ref not moved; the ref moved but
+``index.lock`` left. Checks, from the files on disk only: every message the dying
+process published is delivered exactly once with its bytes (one not yet published at
+most once), entry numbers are 1..n with one commit each and a clean worktree, no dot
+temp is ever an entry, no git lock file is left, and every agent answers a new message.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from lernie_ref.actors.hop import HopResult, Outcome, hop_actor
+from lernie_ref.actors.sweep import scan_actor
+from lernie_ref.actors.writer import message_actor
+from lernie_ref.core.actor import Actor, Stepper, run
+from lernie_ref.core.clock import SystemClock
+from lernie_ref.core.frontmatter import split_frontmatter
+from lernie_ref.inbox import RecordingLauncher, cli_dispatch, cli_message, cli_prompt, pending
+from lernie_ref.substrate import gitlocks
+from lernie_ref.substrate.gitrun import GitResult, SubprocessGit
+from lernie_ref.substrate.lock import successor_env
+from lernie_ref.substrate.workspace import Workspace, create_workspace
+from tests.driver.util import Inline
+from tests.operator.opkit import crash_at, deps, drive
+
+INSIDE = ("index-lock-only", "objects-no-ref", "ref-moved-index-lock-left")
+
+
+@dataclass
+class Cut:
+    """Die (SIGKILL) just before operation ``at`` or, for a commit, ``inside`` it."""
+
+    at: int | None = None
+    inside: str | None = None
+    ops: list[str] = field(default_factory=list)
+
+    def tick(self, label: str) -> None:
+        if self.at is not None and len(self.ops) == self.at and self.inside is None:
+            os.kill(os.getpid(), signal.SIGKILL)
+        self.ops.append(label)
+
+
+class CutGit:
+    """The real git runner, counting each call as an operation and dying at the cut."""
+
+    def __init__(self, cut: Cut) -> None:
+        self.cut = cut
+        self.git = SubprocessGit()
+
+    def run(
+        self, dest: Path, args: Sequence[str], *, check: bool = True, input: bytes | None = None
+    ) -> GitResult:
+        here = len(self.cut.ops)
+        self.cut.tick(f"git {args[0]}")
+        if self.cut.inside is not None and here == self.cut.at:
+            _die_inside_commit(self.git, dest, self.cut.inside)
+        return self.git.run(dest, args, check=check, input=input)
+
+
+def _die_inside_commit(git: SubprocessGit, worktree: Path, how: str) -> None:
+    """Leave what a git commit killed at that moment leaves, then die."""
+    admin = Path(git.run(worktree, ["rev-parse", "--absolute-git-dir"]).stdout)
+    ref = git.run(worktree, ["symbolic-ref", "HEAD"]).stdout
+    common = Path(git.run(worktree, ["rev-parse", "--git-common-dir"]).stdout)
+    common = common if common.is_absolute() else (worktree / common).resolve()
+    if how == "index-lock-only":
+        shutil.copyfile(admin / "index", admin / "index.lock")
+    elif how == "objects-no-ref":
+        tree = git.run(worktree, ["write-tree"]).stdout
+        sha = git.run(worktree, ["commit-tree", tree, "-p", "HEAD", "-m", "x"]).stdout
+        shutil.copyfile(admin / "index", admin / "index.lock")
+        (admin / "HEAD.lock").write_text(sha + "\n")
+        (common / f"{ref}.lock").write_text(sha + "\n")
+    else:  # the commit happened, but git died before renaming its index lock into place
+        git.run(worktree, ["commit", "-q", "--no-verify", "-m", "cut inside"], check=False)
+        shutil.copyfile(admin / "index", admin / "index.lock")
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+# --------------------------------------------------------------------------- sequences
+
+
+@dataclass
+class World:
+    ws: Workspace
+    agents: list[str]
+    tokens: list[str]
+    """Message contents whose fate the checks follow."""
+
+
+Setup = Callable[[Workspace], World]
+Sequence_ = Callable[[Workspace, World, Cut], None]
+
+
+def _step(actor: Actor[object], cut: Cut) -> object:
+    stepper = Stepper(actor)
+    while True:
+        point = stepper.step()
+        if point is None:
+            return stepper.result
+        cut.tick(f"{point.name} {point.detail}")
+
+
+def _hop_chain(ws: Workspace, agent: str, cut: Cut) -> None:
+    """One launched driver: the hop and its exec'd successors (the baton, in process)."""
+    hop_deps = deps(RecordingLauncher())
+    env: dict[str, str] = {}
+    while True:
+        result = _step(hop_actor(ws, agent, env, hop_deps), cut)
+        assert isinstance(result, HopResult)
+        if result.outcome is not Outcome.TOOLS_RAN:
+            return
+        assert result.lock is not None
+        cut.tick("baton exec")
+        env = dict(successor_env(result.lock, {}))
+
+
+def setup_root(text: str) -> Setup:
+    def make(ws: Workspace) -> World:
+        root = cli_prompt(ws, text, "", RecordingLauncher())
+        return World(ws, [root], [text])
+
+    return make
+
+
+def setup_family(ws: Workspace) -> World:
+    root = cli_prompt(ws, "lead", "", RecordingLauncher())
+    drive(ws, root)
+    child = cli_dispatch(ws, root, "child goal", "", RecordingLauncher())
+    return World(ws, [root, child], ["lead", "child goal"])
+
+
+def setup_open_window(ws: Workspace) -> World:
+    world = setup_root("work\n@tools 2")(ws)
+    crash_at(ws, world.agents[0], "hop.assistant-committed")
+    return world
+
+
+def setup_dead_child(ws: Workspace) -> World:
+    world = setup_family(ws)
+    crash_at(ws, world.agents[1], "hop.warrant")
+    return world
+
+
+def seq_deposit(ws: Workspace, world: World, cut: Cut) -> None:
+    _step(
+        message_actor(ws, world.agents[0], "late mail", "user", RecordingLauncher(), SystemClock()),
+        cut,
+    )
+
+
+def seq_hop(index: int) -> Sequence_:
+    def go(ws: Workspace, world: World, cut: Cut) -> None:
+        _hop_chain(ws, world.agents[index], cut)
+
+    return go
+
+
+def seq_scan(ws: Workspace, world: World, cut: Cut) -> None:
+    _step(scan_actor(ws, RecordingLauncher(), SystemClock()), cut)
+
+
+SEQUENCES: dict[str, tuple[Setup, Sequence_, list[str]]] = {
+    # name: (starting state, the sequence, extra tokens the sequence publishes)
+    "deposit": (setup_root("first"), seq_deposit, ["late mail"]),
+    "drain+assistant+terminal-tail": (setup_root("hello"), seq_hop(0), []),
+    "tool-commit+baton": (setup_root("work\n@tools 1"), seq_hop(0), []),
+    "result-deposit": (setup_family, seq_hop(1), []),
+    "crash-settlement": (setup_open_window, seq_hop(0), []),
+    "sweep-obituary": (setup_dead_child, seq_scan, []),
+}
+
+
+# --------------------------------------------------------------------------- next touch
+
+
+def next_touch(ws: Workspace) -> Inline:
+    """The documented recovery: one scan, then every driver it (and they) launch."""
+    inline = Inline(ws)
+    report = run(scan_actor(ws, inline.launcher, SystemClock()))
+    assert report.given_up == []
+    assert inline.settle(max_hops=100)
+    return inline
+
+
+def committed(ws: Workspace, agent: str) -> list[str]:
+    out = ws.git.run(ws.repo_git, ["ls-tree", "--name-only", f"agents/{agent}", "messages/"])
+    return [line.split("/", 1)[1] for line in out.stdout.splitlines()]
+
+
+def check(world: World, published: set[str], label: str) -> None:
+    ws = world.ws
+    bodies: list[str] = []
+    for agent in world.agents:
+        names = sorted(os.listdir(ws.worktree(agent) / "messages"))
+        assert not [n for n in names if n.startswith(".") or ".tmp" in n], label
+        seqs = sorted(int(n.split("-", 1)[0]) for n in names)
+        assert seqs == list(range(1, len(names) + 1)), (label, names)
+        assert committed(ws, agent) == names, label
+        status = ws.git.run(ws.worktree(agent), ["status", "--porcelain"]).stdout
+        assert status == "", (label, status)
+        assert pending(ws.inbox_dir(agent)) == [], label
+        for name in names:
+            if name.endswith(".md"):
+                bodies.append(split_frontmatter((ws.worktree(agent) / "messages" / name)
+                                                .read_text())[1])
+        left = [p for p in gitlocks.owned_lock_files(ws.repo_git, ws.worktree(agent), agent)
+                if p.exists()]
+        assert left == [], (label, left)
+    for token in world.tokens:
+        count = bodies.count(token)
+        assert count == 1 if token in published else count <= 1, (label, token, count)
+
+
+def drivable(world: World, label: str) -> None:
+    inline = Inline(world.ws)
+    for agent in world.agents:
+        cli_message(world.ws, agent, f"ping {label}", "user", inline.launcher)
+    assert inline.settle(max_hops=100)
+    for agent in world.agents:
+        tail = [e for e in os.listdir(world.ws.worktree(agent) / "messages")]
+        newest = max(tail, key=lambda n: int(n.split("-", 1)[0]))
+        assert newest.endswith(".json") and "tool" not in newest, (label, newest)
+
+
+# --------------------------------------------------------------------------- the sweep
+
+
+def _run_in_child(ws_root: Path, world: World, sequence: Sequence_, cut: Cut) -> int:
+    pid = os.fork()
+    if pid == 0:  # the dying process
+        try:
+            sequence(Workspace(ws_root, CutGit(cut)), world, cut)
+        finally:
+            os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    return status
+
+
+@pytest.mark.parametrize("name", list(SEQUENCES))
+def test_every_crash_point_heals_on_the_next_touch(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    setup, sequence, extra = SEQUENCES[name]
+    ws = create_workspace(tmp_path / "ws")
+    world = setup(ws)
+    world.tokens.extend(extra)
+    template = tmp_path / "template"
+    shutil.copytree(ws.root, template, symlinks=True)
+
+    # The full run records the operations (in a child as well: same process shape).
+    record = Cut()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            sequence(Workspace(ws.root, CutGit(record)), world, record)
+            (tmp_path / "ops").write_text("\n".join(record.ops))
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    ops = (tmp_path / "ops").read_text().splitlines()
+    assert ops, "the sequence recorded no operation"
+
+    states = [(k, None) for k in range(len(ops))]
+    states += [(k, how) for k, op in enumerate(ops) if op == "git commit" for how in INSIDE]
+    for k, how in states:
+        shutil.rmtree(ws.root)
+        shutil.copytree(template, ws.root, symlinks=True)
+        status = _run_in_child(ws.root, world, sequence, Cut(at=k, inside=how))
+        assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, (k, how)
+        published = {
+            t for t in extra
+            if any(op.startswith("deposit.published") for op in ops[:k])
+        }
+        label = f"{name} cut {k} ({ops[k]}{', ' + how if how else ''})"
+        next_touch(ws)
+        check(world, published, label)
+        drivable(world, label)
+    with capsys.disabled():
+        print(f"\n  crash states checked for {name}: {len(states)} "
+              f"({len(ops)} prefixes, {len(states) - len(ops)} inside git commit)")

@@ -152,18 +152,50 @@ def fold_lines(text: str) -> str:
     return " ".join(marked or lines)
 
 
+# Linux signal numbers and names, as Rust's ExitStatus prints them (kept here as data so the
+# pure core imports no ``signal`` module).
+_SIGNAL_NAMES = {
+    1: "SIGHUP",
+    2: "SIGINT",
+    3: "SIGQUIT",
+    4: "SIGILL",
+    5: "SIGTRAP",
+    6: "SIGABRT",
+    7: "SIGBUS",
+    8: "SIGFPE",
+    9: "SIGKILL",
+    10: "SIGUSR1",
+    11: "SIGSEGV",
+    12: "SIGUSR2",
+    13: "SIGPIPE",
+    14: "SIGALRM",
+    15: "SIGTERM",
+    16: "SIGSTKFLT",
+    17: "SIGCHLD",
+    18: "SIGCONT",
+    19: "SIGSTOP",
+    20: "SIGTSTP",
+    21: "SIGTTIN",
+    22: "SIGTTOU",
+    23: "SIGURG",
+    24: "SIGXCPU",
+    25: "SIGXFSZ",
+    26: "SIGVTALRM",
+    27: "SIGPROF",
+    28: "SIGWINCH",
+    29: "SIGIO",
+    30: "SIGPWR",
+    31: "SIGSYS",
+}
+
+
 def exit_status_text(returncode: int) -> str:
     """Rust's ``ExitStatus`` Display: ``exit status: N``, or ``signal: N (SIGNAME)`` for a
     process killed by a signal (``subprocess`` reports those as ``-N``)."""
     if returncode >= 0:
         return f"exit status: {returncode}"
-    import signal
-
-    try:
-        name = signal.Signals(-returncode).name
-    except ValueError:
-        return f"signal: {-returncode}"
-    return f"signal: {-returncode} ({name})"
+    name = _SIGNAL_NAMES.get(-returncode)
+    return f"signal: {-returncode} ({name})" if name else f"signal: {-returncode}"
 
 
 class GitError(LernieError):
@@ -173,9 +205,7 @@ class GitError(LernieError):
     ``exited with signal: 9 (SIGKILL)``. ``note`` is appended in parentheses.
     """
 
-    def __init__(
-        self, args: Sequence[str], returncode: int, stderr: str, note: str = ""
-    ) -> None:
+    def __init__(self, args: Sequence[str], returncode: int, stderr: str, note: str = "") -> None:
         detail = fold_lines(stderr)
         text = f"git {debug_list(list(args))} exited with {exit_status_text(returncode)}"
         if detail:

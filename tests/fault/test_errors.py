@@ -99,3 +99,19 @@ def test_r_ws_6_git_stderr_is_folded_into_one_line() -> None:
     assert str(GitError(["status"], 1, "warning: a\n  b\n")) == (
         'git ["status"] exited with exit status: 1: warning: a b'
     )
+
+
+def test_r_ws_6_signal_names_in_the_pure_core_match_the_platform() -> None:
+    """The core keeps signal names as data (it may not import ``signal``); they must be the
+    platform's own, or a killed git would be misnamed in the one-line error."""
+    import signal
+
+    from lernie_ref.core.errors import exit_status_text
+
+    for number in range(1, 32):
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            continue
+        assert exit_status_text(-number) == f"signal: {number} ({name})"
+    assert exit_status_text(3) == "exit status: 3"

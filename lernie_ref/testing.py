@@ -23,7 +23,6 @@ from lernie_ref.core.clock import Clock, FixedClock, SystemClock
 from lernie_ref.core.vocab import Point
 from lernie_ref.substrate.config import Config
 from lernie_ref.substrate.launcher import RecordingLauncher
-from lernie_ref.substrate.lock import successor_env
 from lernie_ref.substrate.workspace import Workspace
 
 __all__ = ["FixedClock", "Inline", "Point", "RecordingLauncher", "Stepper", "poll"]
@@ -61,7 +60,7 @@ class Inline:
         """Run the exec'd successor hops of a hop that ran tools, adopting its lease."""
         while result.outcome is Outcome.TOOLS_RAN:
             assert result.lock is not None
-            env = successor_env(result.lock, {})
+            env = result.lock.hand_off({})
             result = run(hop_actor(self.ws, agent, env, self.deps))
             self.hops.append(agent)
         return result

@@ -233,9 +233,8 @@ def test_r_lock_3_in_process_baton_keeps_the_lease_between_hops(ws: Workspace) -
     result = run(hop_actor(ws, root, {}, inline.deps))
     assert result.outcome is Outcome.TOOLS_RAN and result.lock is not None
     assert not lock_is_free(ws, root)  # still held, handed to the successor
-    from lernie_ref.substrate.lock import successor_env
 
-    env = successor_env(result.lock, {})
+    env = result.lock.hand_off({})
     assert not lock_is_free(ws, root)
     second = run(hop_actor(ws, root, env, inline.deps))
     assert second.outcome is Outcome.TOOLS_RAN and second.lock is not None

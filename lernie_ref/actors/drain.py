@@ -108,7 +108,11 @@ def rematerialize(ws: Workspace, agent_id: str) -> None:
 
 
 def deliver_actor(worktree: Path, agent_id: str, item: Pending, git: GitRunner) -> Actor[str]:
-    """R-DRAIN-4: ``rename`` one deposit to ``messages/NNN-<sender>.md``, then commit it alone."""
+    """R-DRAIN-4: ``rename`` one deposit to ``messages/NNN-<sender>.md``, then commit it alone.
+
+    Points: ``Point.DRAIN_RENAMED``, ``Point.DRAIN_COMMITTED``.
+    Always: ``Point.DRAIN_RENAMED``, ``Point.DRAIN_COMMITTED``.
+    """
     seq = next_seq(worktree)
     name = entry_name(seq, item.sender, delivered=True)
     target_dir = worktree / MESSAGES_DIR
@@ -127,7 +131,13 @@ def deliver_actor(worktree: Path, agent_id: str, item: Pending, git: GitRunner) 
 def drain_actor(
     ws: Workspace, agent_id: str, lock: ExecutorLock, git: GitRunner | None = None
 ) -> Actor[Delivery]:
-    """R-DRAIN-1..6 under ``lock`` (held by the caller for the whole drain)."""
+    """R-DRAIN-1 to R-DRAIN-6 under ``lock`` (held by the caller for the whole drain).
+
+    Points: ``Point.DRAIN_LISTED``, ``Point.DRAIN_REMATERIALIZED``,
+    ``Point.DRAIN_STRAY_COMMITTED``, then per deposit ``Point.DRAIN_RENAMED``,
+    ``Point.DRAIN_COMMITTED``.
+    Always: ``Point.DRAIN_LISTED``.
+    """
     if not lock.held:
         raise DrainError(f"drain of {agent_id} without the executor lock")
     runner = git or ws.git

@@ -66,6 +66,14 @@ def conclude_actor(
 
     Returns the recipient (``None``: nothing deposited). Raises only before the
     release (the caller then releases by ``LOCK_UN`` and runs no release rule).
+
+    Points: ``Point.TERMINAL_STOPPED_MARKED``, ``Point.TERMINAL_RECIPIENT``; the result
+    deposit's ``Point.DEPOSIT_LISTED``, ``Point.DEPOSIT_TEMP_WRITTEN``,
+    ``Point.DEPOSIT_COLLIDED``, ``Point.DEPOSIT_PUBLISHED``, ``Point.DEPOSIT_MARKED``; the
+    release's ``Point.RELEASE_RELEASED``, ``Point.RELEASE_REREAD``;
+    ``Point.TERMINAL_SELF_LAUNCHED``; and the probes' ``Point.PROBE_BUSY``,
+    ``Point.PROBE_ACQUIRED``, ``Point.PROBE_RELEASED``, ``Point.PROBE_LAUNCHED``.
+    Always: ``Point.TERMINAL_RECIPIENT``, ``Point.RELEASE_RELEASED``.
     """
     if epitaph is Epitaph.STOPPED:
         # R-TERM-6, D-19: the stop is recorded at the tip (a root has no parent to tell),

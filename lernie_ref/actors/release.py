@@ -62,7 +62,13 @@ def release_actor(
     seen: frozenset[tuple[str, int]],
     launcher: Launcher,
 ) -> Actor[ProbeOutcome | None]:
-    """Release ``lock`` (``LOCK_UN``), re-read the inbox, probe-and-launch if owed (R-REL-1)."""
+    """Release ``lock`` (``LOCK_UN``), re-read the inbox, probe-and-launch if owed (R-REL-1).
+
+    Points: ``Point.RELEASE_RELEASED``, ``Point.RELEASE_REREAD``, then (when a launch is
+    owed) those of the probe: ``Point.PROBE_BUSY``, ``Point.PROBE_ACQUIRED``,
+    ``Point.PROBE_RELEASED``, ``Point.PROBE_LAUNCHED``.
+    Always: ``Point.RELEASE_RELEASED``.
+    """
     lock.release()
     yield Passed(Point.RELEASE_RELEASED, agent_id)
     try:

@@ -20,6 +20,7 @@ from lernie_ref.adapters import ScriptedModel
 from lernie_ref.core.actor import Stepper, run
 from lernie_ref.core.clock import SystemClock
 from lernie_ref.core.frontmatter import split_frontmatter, terminal_ref_of
+from lernie_ref.core.vocab import Point
 from lernie_ref.inbox import Launcher, RecordingLauncher, pending
 from lernie_ref.substrate.config import Config
 from lernie_ref.substrate.lock import LOCK_FD_ENV
@@ -65,7 +66,7 @@ def drive(
 def crash_at(
     ws: Workspace,
     agent: str,
-    point: str,
+    point: Point,
     *,
     hops_before: int = 0,
     detail: str | None = None,

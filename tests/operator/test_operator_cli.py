@@ -14,6 +14,7 @@ import pytest
 from conftest import run_cli, wait_quiescent
 from opkit import crash_at, drive, spawn_holder, tree_listing
 
+from lernie_ref.core.vocab import Point
 from lernie_ref.inbox import RecordingLauncher, cli_dispatch, cli_prompt, deposit
 from lernie_ref.operator.status import HEADERS, status
 from lernie_ref.substrate.workspace import Workspace
@@ -72,7 +73,7 @@ def test_r_cli_2_usage_errors_exit_2(ws: Workspace) -> None:
 
 def test_r_scan_3_json_report(ws: Workspace) -> None:
     root = cli_prompt(ws, "hello", "", RecordingLauncher())
-    crash_at(ws, root, "hop.warrant")
+    crash_at(ws, root, Point.HOP_WARRANT)
     proc = run_cli(["scan", str(ws.root), "--json"])
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == {
@@ -97,7 +98,7 @@ def test_r_status_1_table_and_json(ws: Workspace) -> None:
     child = cli_dispatch(ws, root, "work", "worker", rec)
     drive(ws, child, stop=lambda: True)  # stopped: its obituary is parked in the root's inbox
     dead = cli_dispatch(ws, root, "more work", "", rec)
-    crash_at(ws, dead, "hop.warrant")
+    crash_at(ws, dead, Point.HOP_WARRANT)
     before = tree_listing(ws.root)
 
     proc = run_cli(["status", str(ws.root)])
@@ -192,7 +193,7 @@ def test_r_scan_9_a_resent_reply_is_named_on_stderr(ws: Workspace) -> None:
     root = cli_prompt(ws, "lead", "", rec)
     drive(ws, root)
     child = cli_dispatch(ws, root, "work", "", rec)
-    crash_at(ws, child, "hop.assistant-committed")
+    crash_at(ws, child, Point.HOP_ASSISTANT_COMMITTED)
     proc = run_cli(["scan", str(ws.root), "--json"])
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == (

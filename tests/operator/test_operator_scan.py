@@ -16,6 +16,7 @@ from lernie_ref.actors.hop import Outcome, hop_actor
 from lernie_ref.actors.sweep import Condition, ScanReport, condition_of, scan, scan_actor
 from lernie_ref.core.actor import Stepper, run
 from lernie_ref.core.clock import SystemClock
+from lernie_ref.core.vocab import Point
 from lernie_ref.core.warrant import Warrant
 from lernie_ref.inbox import (
     Epitaph,
@@ -100,7 +101,7 @@ def test_r_scan_5_died_before_the_model_call_gets_one_obituary_and_i15_idempoten
     ws: Workspace,
 ) -> None:
     root, child = family(ws)
-    crash_at(ws, child, "hop.warrant")
+    crash_at(ws, child, Point.HOP_WARRANT)
     tip = ws.branch_tip(child)
     rec = RecordingLauncher()
     report = scan(ws, rec, SystemClock())
@@ -122,7 +123,7 @@ def test_r_scan_5_died_before_the_model_call_gets_one_obituary_and_i15_idempoten
 
 def test_r_scan_4_died_with_an_open_tool_window(ws: Workspace) -> None:
     root, child = family(ws, goal="@tools 1")
-    crash_at(ws, child, "hop.assistant-committed")
+    crash_at(ws, child, Point.HOP_ASSISTANT_COMMITTED)
     report = scan(ws, RecordingLauncher(), SystemClock())
     assert report.swept == [child]
     assert died_results(ws, root, child) == [("died", ws.branch_tip(child))]
@@ -130,7 +131,7 @@ def test_r_scan_4_died_with_an_open_tool_window(ws: Workspace) -> None:
 
 def test_r_scan_4_died_between_tool_results_and_the_successor(ws: Workspace) -> None:
     root, child = family(ws, goal="@tools 1")
-    crash_at(ws, child, "hop.tools-ran")
+    crash_at(ws, child, Point.HOP_TOOLS_RAN)
     report = scan(ws, RecordingLauncher(), SystemClock())
     assert report.swept == [child]
     assert len(died_results(ws, root, child)) == 1
@@ -140,7 +141,7 @@ def test_r_scan_4_dead_child_with_pending_mail_is_flushed_not_obituarised(ws: Wo
     """Mail under a free lock is work a launch picks up (crash settlement, then delivery):
     the flush's case, not a death."""
     root, child = family(ws)
-    crash_at(ws, child, "hop.warrant")
+    crash_at(ws, child, Point.HOP_WARRANT)
     deposit(ws.root, child, "user", "still there?")
     rec = RecordingLauncher()
     report = scan(ws, rec, SystemClock())
@@ -150,11 +151,11 @@ def test_r_scan_4_dead_child_with_pending_mail_is_flushed_not_obituarised(ws: Wo
 
 def test_d_12_revived_and_dead_again_is_reported_again(ws: Workspace) -> None:
     root, child = family(ws)
-    crash_at(ws, child, "hop.warrant")
+    crash_at(ws, child, Point.HOP_WARRANT)
     scan(ws, RecordingLauncher(), SystemClock())
     first_tip = ws.branch_tip(child)
     deposit(ws.root, child, "user", "try again")
-    crash_at(ws, child, "hop.warrant")
+    crash_at(ws, child, Point.HOP_WARRANT)
     second_tip = ws.branch_tip(child)
     assert second_tip != first_tip
     report = scan(ws, RecordingLauncher(), SystemClock())
@@ -164,7 +165,7 @@ def test_d_12_revived_and_dead_again_is_reported_again(ws: Workspace) -> None:
 
 def test_r_scan_1_a_dead_root_is_named_but_never_deposited_for(ws: Workspace) -> None:
     root = cli_prompt(ws, "work", "", RecordingLauncher())
-    crash_at(ws, root, "hop.warrant")
+    crash_at(ws, root, Point.HOP_WARRANT)
     for _ in range(2):
         report = scan(ws, RecordingLauncher(), SystemClock())
         assert report.silent_deaths == [root]
@@ -176,8 +177,8 @@ def test_r_scan_1_a_dead_root_is_named_but_never_deposited_for(ws: Workspace) ->
 def test_r_scan_1_missing_parent_makes_a_root_and_the_pass_goes_on(ws: Workspace) -> None:
     root_a, child_a = family(ws)
     root_b, child_b = family(ws)
-    crash_at(ws, child_a, "hop.warrant")
-    crash_at(ws, child_b, "hop.warrant")
+    crash_at(ws, child_a, Point.HOP_WARRANT)
+    crash_at(ws, child_b, Point.HOP_WARRANT)
     ws.git.run(ws.repo_git, ["update-ref", "-d", f"refs/heads/agents/{root_a}"])
     report = scan(ws, RecordingLauncher(), SystemClock())
     assert report.silent_deaths == sorted([child_a, child_b])
@@ -188,7 +189,7 @@ def test_r_scan_1_missing_parent_makes_a_root_and_the_pass_goes_on(ws: Workspace
 
 def test_r_scan_1_a_live_executor_is_skipped(ws: Workspace) -> None:
     root, child = family(ws)
-    crash_at(ws, child, "hop.warrant")
+    crash_at(ws, child, Point.HOP_WARRANT)
     lock = try_acquire(ws.inbox_dir(child))
     assert lock is not None
     try:
@@ -268,7 +269,7 @@ def test_r_scan_9_crash_between_terminal_commit_and_deposit_resends_the_reply(
     false `died` (or, once the child had returned before, nothing: the reply is lost).
     Here the sweep deposits the committed reply on the child's behalf, once."""
     root, child = family(ws)
-    crash_at(ws, child, "hop.assistant-committed")
+    crash_at(ws, child, Point.HOP_ASSISTANT_COMMITTED)
     tip = ws.branch_tip(child)
     rec = RecordingLauncher()
     report = scan(ws, rec, SystemClock())
@@ -303,7 +304,7 @@ def test_r_scan_9_a_deposited_reply_whose_mark_was_lost_is_not_sent_twice(
 def test_r_scan_9_an_unowed_or_operator_reply_is_not_resent(ws: Workspace) -> None:
     root, child = family(ws)
     deposit(ws.root, child, "user", "a word from the operator")
-    crash_at(ws, child, "hop.assistant-committed")
+    crash_at(ws, child, Point.HOP_ASSISTANT_COMMITTED)
     report = scan(ws, RecordingLauncher(), SystemClock())
     assert report.resent == [] and report.silent_deaths == []
     assert results_from(ws, root, child) == []
@@ -311,7 +312,7 @@ def test_r_scan_9_an_unowed_or_operator_reply_is_not_resent(ws: Workspace) -> No
 
 def test_r_scan_9_an_uncommitted_final_entry_is_left_to_stray_recovery(ws: Workspace) -> None:
     root, child = family(ws)
-    crash_at(ws, child, "transcript.renamed", detail="002-scripted.json")
+    crash_at(ws, child, Point.TRANSCRIPT_RENAMED, detail="002-scripted.json")
     report = scan(ws, RecordingLauncher(), SystemClock())
     assert report.resent == [] and report.silent_deaths == []
     assert results_from(ws, root, child) == []
@@ -400,7 +401,7 @@ def _to_hold(stepper: Stepper[ScanReport], agent: str) -> None:
     while True:
         point = stepper.step()
         assert point is not None, "scan ended before holding the agent"
-        if point.name == "scan.held" and point.agent == agent:
+        if point.name == Point.SCAN_HELD and point.agent == agent:
             return
 
 

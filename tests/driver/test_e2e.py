@@ -21,8 +21,9 @@ from lernie_ref.inbox import RecordingLauncher, cli_prompt
 from lernie_ref.operator.wait import final_response
 from lernie_ref.substrate.lock import try_acquire
 from lernie_ref.substrate.workspace import Workspace
+from lernie_ref.testing import poll
 
-from .util import driver_pids, entries, inbox_names, lock_is_free, names, poll, subjects
+from .util import driver_pids, entries, inbox_names, lock_is_free, names, subjects
 
 
 def _prompt(ws: Workspace, text: str, *extra: str, env: dict[str, str] | None = None) -> str:

@@ -19,8 +19,9 @@ from lernie_ref.inbox import Epitaph, cli_dispatch, cli_message, cli_prompt, dep
 from lernie_ref.substrate.config import Config
 from lernie_ref.substrate.lock import try_acquire
 from lernie_ref.substrate.workspace import Workspace
+from lernie_ref.testing import Inline
 
-from .util import Inline, entries, inbox_names, lock_is_free, names, subjects, worktree_clean
+from .util import entries, inbox_names, lock_is_free, names, subjects, worktree_clean
 
 
 def test_r_probe_5_prompt_is_delivered_and_answered(ws: Workspace) -> None:

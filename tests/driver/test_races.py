@@ -33,8 +33,9 @@ from lernie_ref.inbox import (
     probe_actor,
 )
 from lernie_ref.substrate.workspace import Workspace
+from lernie_ref.testing import Inline
 
-from .util import Inline, entries, inbox_names, lock_is_free, names, subjects, worktree_clean
+from .util import entries, inbox_names, lock_is_free, names, subjects, worktree_clean
 
 
 def _quiet_root(ws: Workspace, inline: Inline) -> str:

@@ -1,4 +1,5 @@
-"""Drain: move pending mail into the transcript at a step boundary (R-DRAIN-1..6).
+"""Drain: move pending mail into the transcript at a step boundary (R-DRAIN-1, R-DRAIN-2,
+R-DRAIN-3, R-DRAIN-4, R-DRAIN-5, R-DRAIN-6).
 
 Only the lock holder drains (R-DRAIN-1), once per hop, before the warrant. In
 order:
@@ -63,6 +64,7 @@ class Delivery:
 
 
 def _read_deposit(item: Pending) -> str:
+    """R-DRAIN-7: a deposit that is not UTF-8 text aborts the drain and stays pending."""
     try:
         data = item.path.read_bytes()
     except OSError as exc:

@@ -1,4 +1,5 @@
-"""The terminal tail: the exit protocol of a hop that reached a terminal event (R-TERM-1..5).
+"""The terminal tail: the exit protocol of a hop that reached a terminal event (R-TERM-1, R-TERM-2,
+R-TERM-3, R-TERM-4, R-TERM-5).
 
 In this order (R-TERM-2, upstream ``conclude``):
 
@@ -64,7 +65,8 @@ def conclude_actor(
 ) -> Actor[str | None]:
     """R-TERM-2: deposit → release → release rule → (final-response only) self and recipient.
 
-    Returns the recipient (``None``: nothing deposited). Raises only before the
+    Returns the recipient (``None``: nothing deposited): one address per terminal event
+    (I-11). Raises only before the
     release (the caller then releases by ``LOCK_UN`` and runs no release rule).
 
     Points: ``Point.TERMINAL_STOPPED_MARKED``, ``Point.TERMINAL_RECIPIENT``; the result

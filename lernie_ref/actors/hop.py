@@ -1,4 +1,5 @@
-"""The hop: one run of ``lernie advance <ws> <id>`` as an actor (R-STEP-1..5).
+"""The hop: one run of ``lernie advance <ws> <id>`` as an actor (R-STEP-1, R-STEP-2, R-STEP-3,
+R-STEP-4, R-STEP-5).
 
 Theory of operation. A hop takes the agent's lease (adopting a baton, or a
 fresh try-acquire; busy means another executor drives, so it leaves at once),

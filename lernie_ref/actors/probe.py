@@ -2,7 +2,8 @@
 
 A free executor lock means nobody drives the agent, so the writer releases the probe
 at once and launches a driver (launching is not driving, R-PROBE-3). A busy lock
-means the holder drains at its next step boundary.
+means the holder drains at its next step boundary. Every launch the protocol makes
+goes through here or the exit protocol's self-launch (funded launches, I-8).
 """
 
 from __future__ import annotations

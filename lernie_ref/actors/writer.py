@@ -102,7 +102,7 @@ def prompt_actor(
     ws: Workspace, text: str, name: str, launcher: Launcher, clock: Clock
 ) -> Actor[str]:
     """R-PROBE-5: mint a root, create its branch and worktree, deposit ``text`` as ``user``,
-    probe. Returns the root id.
+    probe. Returns the root id. ``name`` is its optional display name (R-ID-8).
 
     Points: the deposit's ``Point.DEPOSIT_LISTED``, ``Point.DEPOSIT_TEMP_WRITTEN``,
     ``Point.DEPOSIT_COLLIDED``, ``Point.DEPOSIT_PUBLISHED``, then the probe's

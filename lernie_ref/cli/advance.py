@@ -3,7 +3,7 @@ R-STEP-4, R-STEP-5, R-LOCK-3).
 
 Launched by the harness (detached, stderr in ``steps/<id>/driver.log``) or run by
 hand. Preludes: a SIGTERM handler that only sets the stop flag the hop reads at
-its check points (R-TERM-1), and ``setpgid(0, 0)`` so ``lernie stop`` finds a
+its check points (R-TERM-1, R-STOP-6), and ``setpgid(0, 0)`` so ``lernie stop`` finds a
 group leader (a launched driver already leads its own session; that failure is
 silent). Guards before any lease, so a typo creates no inbox directory (I-17).
 

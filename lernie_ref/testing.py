@@ -4,11 +4,14 @@
   :class:`~lernie_ref.core.vocab.Point` members);
 - :class:`RecordingLauncher` starts nothing and records each launch;
 - :class:`FixedClock` is a clock that moves only when told;
-- :class:`Inline` runs the production hop actor in this process: every launch is queued
-  and run later, one hop at a time, and a hop that ran tools is succeeded by the next hop
-  adopting the very same lease through ``LERNIE_LOCK_FD`` (the baton without the
-  ``execve``), so a test can bound the number of hops and patch protocol functions;
-- :func:`poll` waits, generously, for a condition another process makes true.
+- :class:`Inline` is the one in-process hop runner: it runs the production hop actor in
+  this process, a hop that ran tools is succeeded by the next hop adopting the very same
+  lease through ``LERNIE_LOCK_FD`` (the baton without the ``execve``), launches are
+  queued and run only by :meth:`Inline.settle`, and a chain can be made to die right
+  after a chosen point (:meth:`Inline.crash_at`, :meth:`Inline.run_chain`);
+  :func:`drive` is one such chain with a fresh runner;
+- :func:`poll` is the one polling helper: it waits, generously, for a condition another
+  process makes true (a wait for a state, never a timing claim).
 """
 
 from __future__ import annotations
@@ -18,18 +21,24 @@ from collections.abc import Callable
 
 from lernie_ref.actors.hop import HopDeps, HopResult, Outcome, hop_actor
 from lernie_ref.adapters import ModelAdapter, ScriptedModel
-from lernie_ref.core.actor import Stepper, run
+from lernie_ref.core.actor import Passed, Stepper
 from lernie_ref.core.clock import Clock, FixedClock, SystemClock
 from lernie_ref.core.vocab import Point
 from lernie_ref.substrate.config import Config
 from lernie_ref.substrate.launcher import RecordingLauncher
-from lernie_ref.substrate.lock import successor_env
 from lernie_ref.substrate.workspace import Workspace
 
-__all__ = ["FixedClock", "Inline", "Point", "RecordingLauncher", "Stepper", "poll"]
+__all__ = ["FixedClock", "Inline", "Point", "RecordingLauncher", "Stepper", "drive", "poll"]
 
 
 class Inline:
+    """Hops of ``ws`` run in this process with injected model, config and clock.
+
+    ``launcher`` defaults to a fresh :class:`RecordingLauncher` (``self.launcher``);
+    setting ``self.stop`` is a SIGTERM as the hop sees it (R-TERM-1); ``self.hops``
+    lists the agent of every hop that ran to its end, successors included.
+    """
+
     def __init__(
         self,
         ws: Workspace,
@@ -37,9 +46,10 @@ class Inline:
         model: ModelAdapter | None = None,
         config: Config | None = None,
         clock: Clock | None = None,
+        launcher: RecordingLauncher | None = None,
     ) -> None:
         self.ws = ws
-        self.launcher = RecordingLauncher()
+        self.launcher = launcher if launcher is not None else RecordingLauncher()
         self.stop = False
         self.hops: list[str] = []
         self.deps = HopDeps(
@@ -53,18 +63,63 @@ class Inline:
     def hop(self, agent: str) -> HopResult:
         """One ``lernie advance`` including its exec'd successors (after its existence guard)."""
         self.ws.require_agent(agent, "a hop drives an existing agent")
-        result = run(hop_actor(self.ws, agent, {}, self.deps))
-        self.hops.append(agent)
-        return self.successors(agent, result)
+        result = self.run_chain(agent)
+        assert result is not None
+        return result
+
+    def run_chain(
+        self, agent: str, die: Callable[[Passed], bool] | None = None
+    ) -> HopResult | None:
+        """A hop and its successors, each adopting its predecessor's lease (R-LOCK-3).
+
+        With ``die``, the chain dies right after the first point for which it holds: the
+        generator is closed, so the lease goes (as at process death) and nothing else is
+        written; ``None`` is returned then.
+        """
+        env: dict[str, str] = {}
+        while True:
+            actor = hop_actor(self.ws, agent, env, self.deps)
+            stepper = Stepper(actor)
+            while (passed := stepper.step()) is not None:
+                if die is not None and die(passed):
+                    actor.close()
+                    return None
+            self.hops.append(agent)
+            result = stepper.result
+            if result.outcome is not Outcome.TOOLS_RAN:
+                return result
+            assert result.lock is not None
+            env = result.lock.hand_off({})
 
     def successors(self, agent: str, result: HopResult) -> HopResult:
         """Run the exec'd successor hops of a hop that ran tools, adopting its lease."""
         while result.outcome is Outcome.TOOLS_RAN:
             assert result.lock is not None
-            env = successor_env(result.lock, {})
-            result = run(hop_actor(self.ws, agent, env, self.deps))
+            env = result.lock.hand_off({})
+            stepper = Stepper(hop_actor(self.ws, agent, env, self.deps))
+            result = stepper.finish()
             self.hops.append(agent)
         return result
+
+    def crash_at(
+        self, agent: str, point: Point, *, hops_before: int = 0, detail: str | None = None
+    ) -> None:
+        """Drive ``agent`` and die right after ``point`` in the hop that follows
+        ``hops_before`` hops of its chain; ``detail`` narrows the point."""
+        acquired = 0
+
+        def die(passed: Passed) -> bool:
+            nonlocal acquired
+            if passed.name is Point.HOP_ACQUIRED:
+                acquired += 1
+            return (
+                acquired == hops_before + 1
+                and passed.name is point
+                and (detail is None or passed.detail == detail)
+            )
+
+        if self.run_chain(agent, die) is not None:
+            raise AssertionError(f"the hop chain of {agent} ended before {point!r}")
 
     def settle(self, max_hops: int = 200) -> bool:
         """Run queued launches until none is left (True) or ``max_hops`` hops ran (False)."""
@@ -76,7 +131,22 @@ class Inline:
         return True
 
 
-def poll(predicate: Callable[[], bool], timeout: float = 60.0, what: str = "condition") -> None:
+def drive(
+    ws: Workspace,
+    agent: str,
+    launcher: RecordingLauncher | None = None,
+    *,
+    stop: bool = False,
+    budget: int = 100,
+) -> HopResult:
+    """One hop chain of ``agent`` with a fresh :class:`Inline` (launches are recorded in
+    ``launcher``, never run); ``stop`` is a stop requested before it starts."""
+    inline = Inline(ws, config=Config(step_budget=budget), launcher=launcher)
+    inline.stop = stop
+    return inline.hop(agent)
+
+
+def poll(predicate: Callable[[], bool], what: str = "condition", timeout: float = 120.0) -> None:
     """Wait (generously) for ``predicate``; fails only when it never holds."""
     deadline = time.monotonic() + timeout
     while not predicate():

@@ -1,4 +1,5 @@
-"""Drain: move pending mail into the transcript at a step boundary (R-DRAIN-1..6).
+"""Drain: move pending mail into the transcript at a step boundary (R-DRAIN-1, R-DRAIN-2,
+R-DRAIN-3, R-DRAIN-4, R-DRAIN-5, R-DRAIN-6).
 
 Only the lock holder drains (R-DRAIN-1), once per hop, before the warrant. In
 order:
@@ -64,6 +65,7 @@ class Delivery:
 
 
 def _read_deposit(item: Pending) -> str:
+    """R-DRAIN-7: a deposit that is not UTF-8 text aborts the drain and stays pending."""
     try:
         data = item.path.read_bytes()
     except OSError as exc:
@@ -109,7 +111,11 @@ def rematerialize(ws: Workspace, agent_id: str) -> None:
 
 
 def deliver_actor(worktree: Path, agent_id: str, item: Pending, git: GitRunner) -> Actor[str]:
-    """R-DRAIN-4: ``rename`` one deposit to ``messages/NNN-<sender>.md``, then commit it alone."""
+    """R-DRAIN-4: ``rename`` one deposit to ``messages/NNN-<sender>.md``, then commit it alone.
+
+    Points: ``Point.DRAIN_RENAMED``, ``Point.DRAIN_COMMITTED``.
+    Always: ``Point.DRAIN_RENAMED``, ``Point.DRAIN_COMMITTED``.
+    """
     seq = next_seq(worktree)
     name = entry_name(seq, item.sender, delivered=True)
     target_dir = worktree / MESSAGES_DIR
@@ -128,7 +134,13 @@ def deliver_actor(worktree: Path, agent_id: str, item: Pending, git: GitRunner) 
 def drain_actor(
     ws: Workspace, agent_id: str, lock: ExecutorLock, git: GitRunner | None = None
 ) -> Actor[Delivery]:
-    """R-DRAIN-1..6 under ``lock`` (held by the caller for the whole drain)."""
+    """R-DRAIN-1 to R-DRAIN-6 under ``lock`` (held by the caller for the whole drain).
+
+    Points: ``Point.DRAIN_LISTED``, ``Point.DRAIN_REMATERIALIZED``,
+    ``Point.DRAIN_STRAY_COMMITTED``, then per deposit ``Point.DRAIN_RENAMED``,
+    ``Point.DRAIN_COMMITTED``.
+    Always: ``Point.DRAIN_LISTED``.
+    """
     if not lock.held:
         raise DrainError(f"drain of {agent_id} without the executor lock")
     runner = git or ws.git

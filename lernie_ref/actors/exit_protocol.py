@@ -1,4 +1,5 @@
-"""The terminal tail: the exit protocol of a hop that reached a terminal event (R-TERM-1..5).
+"""The terminal tail: the exit protocol of a hop that reached a terminal event (R-TERM-1, R-TERM-2,
+R-TERM-3, R-TERM-4, R-TERM-5).
 
 In this order (R-TERM-2, upstream ``conclude``):
 
@@ -64,8 +65,17 @@ def conclude_actor(
 ) -> Actor[str | None]:
     """R-TERM-2: deposit → release → release rule → (final-response only) self and recipient.
 
-    Returns the recipient (``None``: nothing deposited). Raises only before the
+    Returns the recipient (``None``: nothing deposited): one address per terminal event
+    (I-11). Raises only before the
     release (the caller then releases by ``LOCK_UN`` and runs no release rule).
+
+    Points: ``Point.TERMINAL_STOPPED_MARKED``, ``Point.TERMINAL_RECIPIENT``; the result
+    deposit's ``Point.DEPOSIT_LISTED``, ``Point.DEPOSIT_TEMP_WRITTEN``,
+    ``Point.DEPOSIT_COLLIDED``, ``Point.DEPOSIT_PUBLISHED``, ``Point.DEPOSIT_MARKED``; the
+    release's ``Point.RELEASE_RELEASED``, ``Point.RELEASE_REREAD``;
+    ``Point.TERMINAL_SELF_LAUNCHED``; and the probes' ``Point.PROBE_BUSY``,
+    ``Point.PROBE_ACQUIRED``, ``Point.PROBE_RELEASED``, ``Point.PROBE_LAUNCHED``.
+    Always: ``Point.TERMINAL_RECIPIENT``, ``Point.RELEASE_RELEASED``.
     """
     if epitaph is Epitaph.STOPPED:
         # R-TERM-6, D-19: the stop is recorded at the tip (a root has no parent to tell),

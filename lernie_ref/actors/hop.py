@@ -1,4 +1,5 @@
-"""The hop: one run of ``lernie advance <ws> <id>`` as an actor (R-STEP-1..5).
+"""The hop: one run of ``lernie advance <ws> <id>`` as an actor (R-STEP-1, R-STEP-2, R-STEP-3,
+R-STEP-4, R-STEP-5).
 
 Theory of operation. A hop takes the agent's lease (adopting a baton, or a
 fresh try-acquire; busy means another executor drives, so it leaves at once),
@@ -98,9 +99,23 @@ def model_steps(entries: Sequence[transcript.TranscriptEntry]) -> int:
 def hop_actor(
     ws: Workspace, agent_id: str, env: Mapping[str, str], deps: HopDeps
 ) -> Actor[HopResult]:
-    """R-STEP-1..5 after the guards: take the lease, then settle, drain, warrant, step.
+    """R-STEP-1 to R-STEP-5 after the guards: take the lease, then settle, drain, warrant,
+    step.
 
     ``env`` is read for ``LERNIE_LOCK_FD`` only (adopt when present, R-LOCK-4).
+
+    Points: ``Point.HOP_BUSY``; or ``Point.HOP_ACQUIRED``, ``Point.HOP_SETTLED`` (after the
+    settling entries' ``Point.TRANSCRIPT_RENAMED``, ``Point.TRANSCRIPT_COMMITTED``), the
+    drain's ``Point.DRAIN_LISTED``, ``Point.DRAIN_REMATERIALIZED``,
+    ``Point.DRAIN_STRAY_COMMITTED``, ``Point.DRAIN_RENAMED``, ``Point.DRAIN_COMMITTED``,
+    ``Point.HOP_WARRANT``, ``Point.HOP_BUDGET_EXHAUSTED``, ``Point.HOP_MODEL_RETURNED``,
+    ``Point.HOP_ASSISTANT_COMMITTED``, ``Point.HOP_TOOL_RAN``, ``Point.HOP_TOOLS_RAN``, and
+    the exit protocol's ``Point.TERMINAL_STOPPED_MARKED``, ``Point.TERMINAL_RECIPIENT``,
+    ``Point.DEPOSIT_LISTED``, ``Point.DEPOSIT_TEMP_WRITTEN``, ``Point.DEPOSIT_COLLIDED``,
+    ``Point.DEPOSIT_PUBLISHED``, ``Point.DEPOSIT_MARKED``, ``Point.RELEASE_RELEASED``,
+    ``Point.RELEASE_REREAD``, ``Point.TERMINAL_SELF_LAUNCHED``, ``Point.PROBE_BUSY``,
+    ``Point.PROBE_ACQUIRED``, ``Point.PROBE_RELEASED``, ``Point.PROBE_LAUNCHED``.
+    Always: none (a busy hop passes its busy point alone).
     """
     try:
         lock = take_lease(env, ws.inbox_dir(agent_id))

@@ -2,7 +2,8 @@
 
 A free executor lock means nobody drives the agent, so the writer releases the probe
 at once and launches a driver (launching is not driving, R-PROBE-3). A busy lock
-means the holder drains at its next step boundary.
+means the holder drains at its next step boundary. Every launch the protocol makes
+goes through here or the exit protocol's self-launch (funded launches, I-8).
 """
 
 from __future__ import annotations
@@ -26,7 +27,10 @@ class ProbeOutcome(Enum):
 def probe_actor(ws: Path, agent_id: str, launcher: Launcher) -> Actor[ProbeOutcome]:
     """R-PROBE-1: try-acquire; free → release *then* launch (LAUNCHED); held → BUSY.
 
-    Points: ``probe.busy``, or ``probe.acquired``, ``probe.released``, ``probe.launched``.
+    Points: ``Point.PROBE_BUSY``; or ``Point.PROBE_ACQUIRED``, ``Point.PROBE_RELEASED``,
+    ``Point.PROBE_LAUNCHED``.
+    Always: none (busy and free share no point).
+
     Errors: :class:`~lernie_ref.core.errors.LockError`,
     :class:`~lernie_ref.core.errors.LaunchError`.
     """
@@ -52,7 +56,9 @@ def probe_and_launch(ws: Path, agent_id: str, launcher: Launcher) -> ProbeOutcom
 def writer_probe_actor(ws: Path, agent_id: str, launcher: Launcher) -> Actor[ProbeOutcome]:
     """R-PROBE-2: a writer's probe; lock and launch failures read ``probe executor lock: {io}``.
 
-    Points: those of :func:`probe_actor`.
+    Points: those of :func:`probe_actor`: ``Point.PROBE_BUSY``, ``Point.PROBE_ACQUIRED``,
+    ``Point.PROBE_RELEASED``, ``Point.PROBE_LAUNCHED``.
+    Always: none.
     """
     try:
         return (yield from probe_actor(ws, agent_id, launcher))

@@ -1,4 +1,4 @@
-"""The release rule: a release over unseen mail starts a driver (R-REL-1/2; bl-9c8f).
+"""The release rule: a release over unseen mail starts a driver (R-REL-1, R-REL-2; bl-9c8f).
 
 The lost wakeup it closes: a writer deposits and probes while a driver still
 holds the lock, so the probe reads busy and launches nothing; the driver's one
@@ -48,7 +48,11 @@ def _body(item: Pending) -> str | None:
 
 
 def owed_launch(listing: Sequence[Pending], seen: frozenset[tuple[str, int]]) -> bool:
-    """R-REL-1/2: is some pending deposit unseen and, by its own kind, worth a launch?"""
+    """R-REL-1, R-REL-2: is some pending deposit unseen and, by its own kind, worth a launch?
+
+    The first half is what keeps a wakeup from being lost (I-7); the second is pin 2: a
+    parked obituary wakes nobody (I-9).
+    """
     return any(
         (item.name, item.mtime_ns) not in seen and deposit_warrants_launch(_body(item))
         for item in listing
@@ -62,7 +66,13 @@ def release_actor(
     seen: frozenset[tuple[str, int]],
     launcher: Launcher,
 ) -> Actor[ProbeOutcome | None]:
-    """Release ``lock`` (``LOCK_UN``), re-read the inbox, probe-and-launch if owed (R-REL-1)."""
+    """Release ``lock`` (``LOCK_UN``), re-read the inbox, probe-and-launch if owed (R-REL-1).
+
+    Points: ``Point.RELEASE_RELEASED``, ``Point.RELEASE_REREAD``, then (when a launch is
+    owed) those of the probe: ``Point.PROBE_BUSY``, ``Point.PROBE_ACQUIRED``,
+    ``Point.PROBE_RELEASED``, ``Point.PROBE_LAUNCHED``.
+    Always: ``Point.RELEASE_RELEASED``.
+    """
     lock.release()
     yield Passed(Point.RELEASE_RELEASED, agent_id)
     try:

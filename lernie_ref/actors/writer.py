@@ -1,12 +1,13 @@
-"""The writer verbs as actors (R-PROBE-4/5/6): guards, then the deposit, then the probe.
+"""The writer verbs as actors (R-PROBE-4, R-PROBE-5, R-PROBE-6): guards, then the deposit,
+then the probe.
 
 ``message``, ``dispatch`` and ``prompt`` check every guard before they write anything
 (I-17), then ``yield from`` the deposit actor and then the probe actor, so a scheduler
 sees one actor whose points run in R-PROBE-2's order: the deposit is published before
 the lock is probed. The CLI and the model's tools run these same actors.
 
-Points: those of :func:`~lernie_ref.substrate.deposit.deposit_actor`, then those of
-:func:`~lernie_ref.actors.probe.probe_actor`.
+Each actor's docstring lists its points (``Point`` members, nested actors' included)
+and the ones every run passes; ``tests/driver/test_points.py`` checks both on real runs.
 """
 
 from __future__ import annotations
@@ -53,6 +54,13 @@ def message_actor(
 
     Nothing is written before every guard has passed (I-17). ``sender`` is resolved by
     the caller (:func:`resolve_cli_sender`, or the calling agent's id for a tool).
+
+    Points: the deposit's ``Point.DEPOSIT_LISTED``, ``Point.DEPOSIT_TEMP_WRITTEN``,
+    ``Point.DEPOSIT_COLLIDED``, ``Point.DEPOSIT_PUBLISHED``, then the probe's
+    ``Point.PROBE_BUSY``, ``Point.PROBE_ACQUIRED``, ``Point.PROBE_RELEASED``,
+    ``Point.PROBE_LAUNCHED``.
+    Always: ``Point.DEPOSIT_LISTED``, ``Point.DEPOSIT_TEMP_WRITTEN``,
+    ``Point.DEPOSIT_PUBLISHED``.
     """
     _require_text("message content", content)
     require_agent_id(agent)
@@ -70,6 +78,13 @@ def dispatch_actor(
 
     Returns the child id. The branch exists before the deposit, so a dispatch never
     deposits to a missing agent.
+
+    Points: the deposit's ``Point.DEPOSIT_LISTED``, ``Point.DEPOSIT_TEMP_WRITTEN``,
+    ``Point.DEPOSIT_COLLIDED``, ``Point.DEPOSIT_PUBLISHED``, then the probe's
+    ``Point.PROBE_BUSY``, ``Point.PROBE_ACQUIRED``, ``Point.PROBE_RELEASED``,
+    ``Point.PROBE_LAUNCHED``.
+    Always: ``Point.DEPOSIT_LISTED``, ``Point.DEPOSIT_TEMP_WRITTEN``,
+    ``Point.DEPOSIT_PUBLISHED``.
     """
     _require_text("goal", goal)
     require_agent_id(parent)
@@ -87,7 +102,15 @@ def prompt_actor(
     ws: Workspace, text: str, name: str, launcher: Launcher, clock: Clock
 ) -> Actor[str]:
     """R-PROBE-5: mint a root, create its branch and worktree, deposit ``text`` as ``user``,
-    probe. Returns the root id."""
+    probe. Returns the root id. ``name`` is its optional display name (R-ID-8).
+
+    Points: the deposit's ``Point.DEPOSIT_LISTED``, ``Point.DEPOSIT_TEMP_WRITTEN``,
+    ``Point.DEPOSIT_COLLIDED``, ``Point.DEPOSIT_PUBLISHED``, then the probe's
+    ``Point.PROBE_BUSY``, ``Point.PROBE_ACQUIRED``, ``Point.PROBE_RELEASED``,
+    ``Point.PROBE_LAUNCHED``.
+    Always: ``Point.DEPOSIT_LISTED``, ``Point.DEPOSIT_TEMP_WRITTEN``,
+    ``Point.DEPOSIT_PUBLISHED``.
+    """
     _require_text("prompt text", text)
     ws.check_layout()
     ws.check_new_name(name)

@@ -1,8 +1,9 @@
-"""``lernie advance <ws> <agent>``: drive one hop of an agent (R-STEP-1..5, R-LOCK-3).
+"""``lernie advance <ws> <agent>``: drive one hop of an agent (R-STEP-1, R-STEP-2, R-STEP-3,
+R-STEP-4, R-STEP-5, R-LOCK-3).
 
 Launched by the harness (detached, stderr in ``steps/<id>/driver.log``) or run by
 hand. Preludes: a SIGTERM handler that only sets the stop flag the hop reads at
-its check points (R-TERM-1), and ``setpgid(0, 0)`` so ``lernie stop`` finds a
+its check points (R-TERM-1, R-STOP-6), and ``setpgid(0, 0)`` so ``lernie stop`` finds a
 group leader (a launched driver already leads its own session; that failure is
 silent). Guards before any lease, so a typo creates no inbox directory (I-17).
 
@@ -24,11 +25,7 @@ import signal
 import sys
 from types import FrameType
 
-from lernie_ref.core.errors import (
-    ExecError,
-    LernieError,
-    io_text,
-)
+from lernie_ref.core.errors import ExecError, LernieError, io_text
 
 REASON = "a hop drives an existing agent (ARCH §2.3: the `agents/*` refs are the registry)"
 
@@ -49,8 +46,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("agent", help="the agent id")
 
 
-
-
 def run(ns: argparse.Namespace) -> str | None:
     signal.signal(signal.SIGTERM, _on_sigterm)
     # A predecessor hop blocks SIGTERM across its execve (see below); a signal that
@@ -65,7 +60,6 @@ def run(ns: argparse.Namespace) -> str | None:
     from lernie_ref.core.ids import require_agent_id
     from lernie_ref.inbox import AdvanceLauncher
     from lernie_ref.substrate.config import load
-    from lernie_ref.substrate.lock import successor_env
     from lernie_ref.substrate.workspace import require_workspace
 
     ws_arg: str = ns.workspace
@@ -93,20 +87,13 @@ def run(ns: argparse.Namespace) -> str | None:
     argv = [sys.executable, "-m", "lernie_ref", "advance", ws_arg, agent]
     sys.stdout.flush()
     sys.stderr.flush()
+    # Blocked, not lost: the mask survives execve, so a SIGTERM that lands while the
+    # successor's interpreter starts waits for its handler instead of killing it.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    if _stop:
+        os.kill(os.getpid(), signal.SIGTERM)
     try:
-        env = successor_env(lock, os.environ)
-        # Blocked, not lost: the mask survives execve, so a SIGTERM that lands while the
-        # successor's interpreter starts waits for its handler instead of killing it.
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
-        if _stop:
-            os.kill(os.getpid(), signal.SIGTERM)
-        os.execve(sys.executable, argv, env)
-    except OSError as exc:
+        lock.exec_successor(sys.executable, argv, os.environ)
+    except ExecError:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
-        import fcntl
-
-        with contextlib.suppress(OSError):
-            fcntl.flock(lock.fd, fcntl.LOCK_UN)
-            os.close(lock.fd)
-        raise ExecError(f"exec successor: {io_text(exc)}") from None
-    return None  # pragma: no cover - execve does not return
+        raise

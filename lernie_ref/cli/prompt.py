@@ -1,4 +1,5 @@
-"""``lernie prompt <ws> <text> [--name N] [--wait [--timeout S]]``: start a root agent (R-PROBE-5).
+"""``lernie prompt <ws> <text> [--name N] [--wait [--timeout S]]``: start a root agent (R-PROBE-5);
+``--wait`` is R-LOG-2.
 
 Mints a root id, creates its branch and worktree, deposits the text into its own
 inbox as ``user``, probes and launches its driver, and prints the id. With

@@ -1,4 +1,5 @@
-"""Deposit and transcript names, and the hand-written frontmatter (R-DEP-1..5, R-DEP-9/10, R-TR-1).
+"""Deposit and transcript names, and the hand-written frontmatter (R-DEP-1, R-DEP-2, R-DEP-3,
+R-DEP-4, R-DEP-5, R-DEP-9, R-DEP-10, R-TR-1).
 
 Pure functions over strings: no I/O, no imports beyond the id arithmetic. The
 frontmatter is not YAML: fixed key order, no quoting, matched by exact prefix at

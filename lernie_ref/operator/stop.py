@@ -330,7 +330,8 @@ def signal_and_wait(
     sleep: Callable[[float], None] = time.sleep,
     monotonic: Callable[[], float] = time.monotonic,
 ) -> list[Holder]:
-    """R-STOP-4/5: SIGTERM each holder, wait for all to exit, SIGKILL those past the deadline.
+    """R-STOP-4, R-STOP-5: SIGTERM each holder, wait for all to exit,
+    SIGKILL those past the deadline.
 
     Refuses (:class:`SelfGroup`) before sending anything if a holder shares the
     caller's own process group: that holder is the caller's own ancestor or kin
@@ -361,7 +362,8 @@ def stop(
     deadline_s: float = STOP_DEADLINE_S,
     sleep: Callable[[float], None] = time.sleep,
 ) -> StopReport:
-    """R-STOP-1..5: stop ``agent``'s executor and every descendant's; guards first.
+    """R-STOP-1, R-STOP-2, R-STOP-3, R-STOP-4,
+    R-STOP-5: stop ``agent``'s executor and every descendant's; guards first.
 
     Discovery is repeated after each wait (at most :data:`MAX_ROUNDS` rounds), so a
     descendant's reply that revived an already-stopped ancestor is stopped too; a

@@ -29,9 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lernie_ref.core.actor import run
-from lernie_ref.core.errors import (
-    WaitTimeout,
-)
+from lernie_ref.core.errors import LockError, WaitTimeout
 from lernie_ref.core.frontmatter import deposit_warrants_launch
 from lernie_ref.substrate.deposit import pending
 from lernie_ref.substrate.launcher import Launcher
@@ -92,23 +90,23 @@ def held_flocks(path: Path = PROC_LOCKS) -> set[tuple[int, int, int]] | None:
 def proc_locks_usable(ws: Workspace) -> bool:
     """Does ``/proc/locks`` show this process's own ``flock``? (Checked on a scratch
     directory under ``steps/``, never on an inbox, so no driver is disturbed.)"""
-    import fcntl
+    from lernie_ref.substrate.lock import try_acquire
 
     scratch = ws.steps_root / f".wait-{os.getpid()}"
     try:
-        scratch.mkdir(parents=True, exist_ok=True)
-        fd = os.open(scratch, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
+        probe = try_acquire(scratch)
+    except LockError:
+        return False
+    if probe is None:
         return False
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        st = os.fstat(fd)
+        st = os.fstat(probe.fd)
         held = held_flocks()
         return held is not None and (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino) in held
     except OSError:
         return False
     finally:
-        os.close(fd)
+        probe.release()
         with contextlib.suppress(OSError):
             scratch.rmdir()
 

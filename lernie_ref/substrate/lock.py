@@ -1,4 +1,4 @@
-"""The executor lock and the exec baton (R-LOCK-1..4).
+"""The executor lock and the exec baton (R-LOCK-1, R-LOCK-2, R-LOCK-3, R-LOCK-4).
 
 The lock is a non-blocking exclusive ``flock`` on a fresh read-only descriptor
 of the agent's inbox directory. The lease belongs to the open file description,
@@ -6,18 +6,24 @@ so release is an explicit ``LOCK_UN`` before ``close``: a forked child that stil
 holds a copy of the descriptor (between its fork and its exec) must not keep the
 lease alive (bl-7318). Across the ``execve`` of a successor hop the descriptor is
 handed on through ``LERNIE_LOCK_FD`` and adopted after a device+inode check.
+
+This module is the only one that calls ``flock``: the baton (hand-off and the
+``execve`` of the successor) is a method of :class:`ExecutorLock`, and a probe
+elsewhere takes the lock through :func:`try_acquire`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
+from typing import NoReturn
 
-from lernie_ref.core.errors import AdoptError, LockError, debug_quote, io_text
+from lernie_ref.core.errors import AdoptError, ExecError, LockError, debug_quote, io_text
 from lernie_ref.core.vocab import LOCK_FD_ENV
 
 I32_MIN, I32_MAX = -(2**31), 2**31 - 1
@@ -52,6 +58,41 @@ class ExecutorLock:
             fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)
+
+    def hand_off(self, env: Mapping[str, str]) -> dict[str, str]:
+        """R-LOCK-3: make the lease's fd survive ``execve`` and name it in the successor's env.
+
+        Returns a copy of ``env`` with ``LERNIE_LOCK_FD`` set. From here on the lock is
+        handed off: :meth:`release` is a no-op, so the lease stays held until the
+        successor adopts it (R-LOCK-4) or the process exits.
+        """
+        if self._fd is None:
+            raise LockError(self.path, "the lease was already released; nothing to hand on")
+        os.set_inheritable(self._fd, True)
+        self._fd = None
+        self.handed_off = True
+        out = dict(env)
+        out[LOCK_FD_ENV] = str(self._number)
+        return out
+
+    def exec_successor(
+        self, executable: str, argv: Sequence[str], env: Mapping[str, str]
+    ) -> NoReturn:
+        """R-LOCK-3: hand the lease on and replace this process with the successor hop.
+
+        The lock is never free between the two hops (I-2). If the hand-off or the
+        ``execve`` fails, the lease is released here (unlock, then close) and
+        :class:`ExecError` is raised: nobody else would ever release it.
+        """
+        try:
+            successor = self.hand_off(env)
+            os.execve(executable, list(argv), successor)
+        except OSError as exc:
+            self._fd = None
+            with contextlib.suppress(OSError):
+                fcntl.flock(self._number, fcntl.LOCK_UN)
+                os.close(self._number)
+            raise ExecError(f"exec successor: {io_text(exc)}") from None
 
     def __enter__(self) -> ExecutorLock:
         return self
@@ -132,19 +173,3 @@ def take_lease(env: Mapping[str, str], inbox: Path) -> ExecutorLock | None:
     if LOCK_FD_ENV in env:
         return adopt(env[LOCK_FD_ENV], inbox)
     return try_acquire(inbox)
-
-
-def successor_env(lock: ExecutorLock, env: Mapping[str, str]) -> dict[str, str]:
-    """R-LOCK-3: make the lock fd survive ``execve`` and name it in the successor's environment.
-
-    The lock is handed off: its :meth:`~ExecutorLock.release` becomes a no-op, so the
-    lease stays held until the successor adopts it (or the process exits).
-    """
-    if lock._fd is None:
-        raise LockError(lock.path, "the lease was already released; nothing to hand on")
-    os.set_inheritable(lock._fd, True)
-    lock._fd = None
-    lock.handed_off = True
-    out = dict(env)
-    out[LOCK_FD_ENV] = str(lock.fd)
-    return out

@@ -1,4 +1,5 @@
-"""The workspace: its layout, its agents' refs and worktrees, and their names (R-WS, R-ID-4/6).
+"""The workspace: its layout, its agents' refs and worktrees, and their names (R-WS, R-ID-4,
+R-ID-6).
 
 A workspace is a directory holding ``repo.git`` (bare), ``inbox/``, ``steps/``,
 ``agents/`` and ``lernie.toml``. An agent *is* its branch ``refs/heads/agents/<id>``;

@@ -306,7 +306,7 @@ def transcript(steps: Sequence[tuple[int, int]]) -> list[reply_debt.Entry]:
 
 
 def spec_owes(steps: Sequence[tuple[int, int]]) -> bool:
-    """R-DEBT-2..4 stated over the steps, oldest first, with no file in sight."""
+    """R-DEBT-2, R-DEBT-3, R-DEBT-4 stated over the steps, oldest first, with no file in sight."""
     answers = [i for i, (_, kind) in enumerate(steps) if kind == ANSWER]
     if len(answers) < 2:
         return True  # never answered before this event's own response
@@ -325,7 +325,8 @@ def spec_last_prompter(steps: Sequence[tuple[int, int]]) -> str | None:
 
 
 def debt_agrees(steps: list[tuple[int, int]]) -> None:
-    """R-DEBT-1..4: ``owes_a_reply`` over an in-memory transcript equals the rule."""
+    """R-DEBT-1, R-DEBT-2, R-DEBT-3,
+    R-DEBT-4: ``owes_a_reply`` over an in-memory transcript equals the rule."""
     assert len(steps) <= 6
     assert all(0 <= code < 6 and 0 <= kind < 5 for code, kind in steps)
     assert reply_debt.owes_a_reply(transcript(steps), AGENT) == spec_owes(steps)
@@ -344,7 +345,8 @@ def step(x: int) -> list[tuple[int, int]]:
 
 
 def debt_window(p: int, q: int, r: int) -> None:
-    """R-DEBT-2..4 on transcripts ``p ANSWER q r ANSWER``: what ``q r`` hold decides the debt
+    """R-DEBT-2, R-DEBT-3,
+    R-DEBT-4 on transcripts ``p ANSWER q r ANSWER``: what ``q r`` hold decides the debt
     (a plain message or an own child's result asks; a self-note, a foreign reply, a tool step
     does not), whatever came before the previous answer.
     """
@@ -412,7 +414,7 @@ def warrant_slots(a: int, b: int, c: int, d: int) -> None:
     assert warrant.warrant_of(history_of) == spec_warrant(history)
 
 
-# ------------------------------------------------------------- release rule (R-REL-1/2)
+# ------------------------------------------------------------- release rule (R-REL-1, R-REL-2)
 
 DEPOSITS = (
     ("user", b"---\nfrom: user\ndeposited_at: x\n---\nhi"),
@@ -426,7 +428,7 @@ DEPOSITS = (
 
 
 def release_slots(a: int, b: int, seen: int) -> None:
-    """R-REL-1/2: after a release, a launch is owed iff some pending deposit is outside the
+    """R-REL-1, R-REL-2: after a release, a launch is owed iff some pending deposit is outside the
     seen-set and warrants one by its own kind (everything but a parked obituary).
     """
     assert 0 <= a < 6 and 0 <= b < 6 and 0 <= seen < 4

@@ -40,3 +40,26 @@ def test_the_check_sees_a_planted_io_import(tmp_path: Path) -> None:
     planted = tmp_path / "planted.py"
     planted.write_text("from __future__ import annotations\nimport os.path\n")
     assert "os.path" in imported(planted)
+
+
+def flock_importers(package: Path) -> list[str]:
+    """Modules under ``package`` that import ``fcntl`` (the only way to call ``flock``)."""
+    out = []
+    for path in sorted(package.rglob("*.py")):
+        if any(name.split(".")[0] == "fcntl" for name in imported(path)):
+            out.append(path.relative_to(package.parent).as_posix())
+    return out
+
+
+def test_r_lock_3_only_the_lock_module_calls_flock() -> None:
+    """The baton and every probe go through ``substrate/lock.py``'s API, never raw ``flock``."""
+    assert flock_importers(ROOT / "lernie_ref") == ["lernie_ref/substrate/lock.py"]
+    for package in (ROOT / "spec" / "lernie_spec", ROOT / "stateful" / "lernie_stateful"):
+        assert flock_importers(package) == []
+
+
+def test_the_flock_check_sees_a_planted_raw_flock(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    (package / "cli").mkdir(parents=True)
+    (package / "cli" / "advance.py").write_text("def f(fd: int) -> None:\n    import fcntl\n")
+    assert flock_importers(package) == ["pkg/cli/advance.py"]

@@ -162,7 +162,7 @@ test_r_tr_1_entry_names_read_back, test_r_tr_1_entry_names_crosshair = both(
 )(prop_entry_name)
 
 
-# ------------------------------------------------ R-DEP-4/5, R-DEP-9/10, R-REL-2 round trips
+# ----------------------------------------- R-DEP-4, R-DEP-5, R-DEP-9, R-DEP-10, R-REL-2 round trips
 
 one_line = st.text(st.characters(blacklist_categories=["Cs", "Cc", "Zl", "Zp"]), max_size=12)
 ref = st.text("0123456789abcdef", min_size=1, max_size=40)

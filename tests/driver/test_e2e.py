@@ -19,10 +19,11 @@ from conftest import run_cli, wait_quiescent
 
 from lernie_ref.inbox import RecordingLauncher, cli_prompt
 from lernie_ref.operator.wait import final_response
-from lernie_ref.substrate.lock import successor_env, try_acquire
+from lernie_ref.substrate.lock import try_acquire
 from lernie_ref.substrate.workspace import Workspace
+from lernie_ref.testing import poll
 
-from .util import driver_pids, entries, inbox_names, lock_is_free, names, poll, subjects
+from .util import driver_pids, entries, inbox_names, lock_is_free, names, subjects
 
 
 def _prompt(ws: Workspace, text: str, *extra: str, env: dict[str, str] | None = None) -> str:
@@ -65,7 +66,7 @@ def test_r_lock_3_exec_baton_lock_never_free_between_tool_hops(ws: Workspace) ->
     inbox = ws.inbox_dir(root)
     lock = try_acquire(inbox)
     assert lock is not None
-    env = successor_env(lock, {k: v for k, v in os.environ.items() if k != "LERNIE_CONV_BRANCH"})
+    env = lock.hand_off({k: v for k, v in os.environ.items() if k != "LERNIE_CONV_BRANCH"})
     proc = subprocess.Popen(
         [sys.executable, "-m", "lernie_ref", "advance", str(ws.root), root],
         env=env,

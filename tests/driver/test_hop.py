@@ -14,12 +14,14 @@ from lernie_ref.core.actor import Stepper, run
 from lernie_ref.core.clock import SystemClock
 from lernie_ref.core.entry import render_model_entry
 from lernie_ref.core.errors import LernieError, ModelError, UnpairedToolUse
+from lernie_ref.core.vocab import Point
 from lernie_ref.inbox import Epitaph, cli_dispatch, cli_message, cli_prompt, deposit
 from lernie_ref.substrate.config import Config
 from lernie_ref.substrate.lock import try_acquire
 from lernie_ref.substrate.workspace import Workspace
+from lernie_ref.testing import Inline
 
-from .util import Inline, entries, inbox_names, lock_is_free, names, subjects, worktree_clean
+from .util import entries, inbox_names, lock_is_free, names, subjects, worktree_clean
 
 
 def test_r_probe_5_prompt_is_delivered_and_answered(ws: Workspace) -> None:
@@ -259,7 +261,7 @@ def test_r_term_1_stop_inside_the_tool_window_settles_unanswered_calls(ws: Works
     root = cli_prompt(ws, "x", "", inline.launcher)
     actor = hop_actor(ws, root, {}, inline.deps)
     stepper = Stepper(actor)
-    stepper.run_to("hop.tool-ran")
+    stepper.run_to(Point.HOP_TOOL_RAN)
     inline.stop = True
     assert stepper.finish().epitaph is Epitaph.STOPPED
     tools = [e for e in entries(ws, root) if e.origin == "tool"]

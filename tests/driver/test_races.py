@@ -23,6 +23,7 @@ from lernie_ref.actors import release
 from lernie_ref.actors.hop import Outcome, hop_actor
 from lernie_ref.core.actor import Stepper, run
 from lernie_ref.core.clock import SystemClock
+from lernie_ref.core.vocab import Point
 from lernie_ref.inbox import (
     ProbeOutcome,
     cli_dispatch,
@@ -32,8 +33,9 @@ from lernie_ref.inbox import (
     probe_actor,
 )
 from lernie_ref.substrate.workspace import Workspace
+from lernie_ref.testing import Inline
 
-from .util import Inline, entries, inbox_names, lock_is_free, names, subjects, worktree_clean
+from .util import entries, inbox_names, lock_is_free, names, subjects, worktree_clean
 
 
 def _quiet_root(ws: Workspace, inline: Inline) -> str:
@@ -45,15 +47,18 @@ def _quiet_root(ws: Workspace, inline: Inline) -> str:
 
 def _race_deposit_between_last_read_and_release(ws: Workspace, inline: Inline, root: str) -> None:
     hop = Stepper(hop_actor(ws, root, {}, inline.deps))
-    hop.run_to("drain.listed")  # the hop's one read of the inbox: empty
+    hop.run_to(Point.DRAIN_LISTED)  # the hop's one read of the inbox: empty
     writer = Stepper(deposit_actor(ws.root, root, "user", "late news", SystemClock()))
     writer.finish()
     probe = Stepper(probe_actor(ws.root, root, inline.launcher))
     assert probe.finish() is ProbeOutcome.BUSY  # the driver still holds the lock
     assert hop.finish().outcome is Outcome.NOTHING_TO_DO
-    assert [p.name for p in hop.points][-2:] == ["release.released", "release.reread"] or (
-        "release.reread" in [p.name for p in hop.points]
-    )
+    # The race was staged as meant: the hop's only listing was empty, and its re-read,
+    # the first step after its release, listed exactly the racing deposit (R-REL-1).
+    passed = [(p.name, p.detail) for p in hop.points]
+    assert [d for n, d in passed if n is Point.DRAIN_LISTED] == ["0"]
+    released = passed.index((Point.RELEASE_RELEASED, ""))
+    assert passed[released + 1] == (Point.RELEASE_REREAD, "1")
 
 
 def test_r_rel_1_lost_wakeup_deposit_racing_the_release_is_launched_and_delivered(
@@ -89,7 +94,7 @@ def test_r_rel_2_a_racing_stopped_obituary_parks_instead_of_launching(ws: Worksp
     kid = cli_dispatch(ws, root, "work", "", inline.launcher)
     inline.launcher.launches.clear()
     hop = Stepper(hop_actor(ws, root, {}, inline.deps))
-    hop.run_to("drain.listed")
+    hop.run_to(Point.DRAIN_LISTED)
     inline.stop = True
     inline.hop(kid)  # the kid stops: its obituary lands in the root's inbox mid-hop
     inline.stop = False
@@ -164,7 +169,9 @@ def test_i_9_pin_2_stopped_child_obituary_parks_and_wakes_nobody(ws: Workspace) 
 # ----------------------------------------------------------------- crash windows
 
 
-def _crash_at(ws: Workspace, inline: Inline, agent: str, point: str, after: str = "") -> None:
+def _crash_at(
+    ws: Workspace, inline: Inline, agent: str, point: Point, after: Point | None = None
+) -> None:
     """Run a hop up to ``point`` (past ``after`` first) and abandon it there.
 
     Closing the generator releases the lease, as the kernel does for a killed process;
@@ -172,7 +179,7 @@ def _crash_at(ws: Workspace, inline: Inline, agent: str, point: str, after: str 
     """
     actor = hop_actor(ws, agent, {}, inline.deps)
     stepper = Stepper(actor)
-    if after:
+    if after is not None:
         stepper.run_to(after)
     stepper.run_to(point)
     actor.close()
@@ -183,7 +190,7 @@ def test_i_18_crash_after_delivery_rename_before_commit_is_recovered(ws: Workspa
     inline = Inline(ws)
     root = cli_prompt(ws, "precious", "", inline.launcher)
     inline.launcher.launches.clear()
-    _crash_at(ws, inline, root, "drain.renamed")
+    _crash_at(ws, inline, root, Point.DRAIN_RENAMED)
     assert inbox_names(ws, root) == [] and not worktree_clean(ws, root)
     inline.hop(root)  # the next touch
     assert f"transcript: recover delivered stray [{root}]" in subjects(ws, root)
@@ -196,7 +203,7 @@ def test_i_18_crash_after_model_entry_rename_before_commit_is_recovered(ws: Work
     inline = Inline(ws)
     root = cli_prompt(ws, "@tools 1\nwork", "", inline.launcher)
     inline.launcher.launches.clear()
-    _crash_at(ws, inline, root, "transcript.renamed", after="hop.model-returned")
+    _crash_at(ws, inline, root, Point.TRANSCRIPT_RENAMED, after=Point.HOP_MODEL_RETURNED)
     inline.hop(root)
     got = names(ws, root)
     assert got == [
@@ -217,7 +224,7 @@ def test_r_step_2_crash_after_assistant_commit_before_tools_is_settled_not_repla
     assert inline.settle()
     root = cli_prompt(ws, "@message other side effect\ngo", "", inline.launcher)
     inline.launcher.launches.clear()
-    _crash_at(ws, inline, root, "hop.assistant-committed")
+    _crash_at(ws, inline, root, Point.HOP_ASSISTANT_COMMITTED)
     assert inbox_names(ws, other) == []
     result = inline.hop(root)
     assert result.outcome is Outcome.TERMINAL
@@ -233,9 +240,8 @@ def test_r_lock_3_in_process_baton_keeps_the_lease_between_hops(ws: Workspace) -
     result = run(hop_actor(ws, root, {}, inline.deps))
     assert result.outcome is Outcome.TOOLS_RAN and result.lock is not None
     assert not lock_is_free(ws, root)  # still held, handed to the successor
-    from lernie_ref.substrate.lock import successor_env
 
-    env = successor_env(result.lock, {})
+    env = result.lock.hand_off({})
     assert not lock_is_free(ws, root)
     second = run(hop_actor(ws, root, env, inline.deps))
     assert second.outcome is Outcome.TOOLS_RAN and second.lock is not None
@@ -256,7 +262,7 @@ def test_r_rel_1_a_stopping_driver_completes_the_launch_of_mail_that_raced_it(
     root = cli_prompt(ws, "first", "", inline.launcher)
     inline.launcher.launches.clear()
     hop = Stepper(hop_actor(ws, root, {}, inline.deps))
-    hop.run_to("hop.warrant")  # drained the prompt; a model call is due
+    hop.run_to(Point.HOP_WARRANT)  # drained the prompt; a model call is due
     inline.stop = True
     Stepper(deposit_actor(ws.root, root, "user", "second", SystemClock())).finish()
     assert Stepper(probe_actor(ws.root, root, inline.launcher)).finish() is ProbeOutcome.BUSY
@@ -325,4 +331,4 @@ def test_i_7_without_the_release_rule_some_point_of_a_hop_strands_the_writer(
     monkeypatch.setattr(release, "owed_launch", lambda listing, seen: False)
     outcomes = _writer_at_every_hop_point(make_ws, "hello", quiet=True)
     stranded = [point for k, point, left, late in outcomes if left == ["user-001.md"]]
-    assert stranded == ["drain.listed", "hop.warrant"], outcomes
+    assert stranded == [Point.DRAIN_LISTED, Point.HOP_WARRANT], outcomes

@@ -17,8 +17,9 @@ from lernie_ref.operator.wait import held_flocks, observe, proc_locks_usable, tr
 from lernie_ref.operator.wait import wait_quiescent as wait_tree
 from lernie_ref.substrate.lock import try_acquire
 from lernie_ref.substrate.workspace import Workspace
+from lernie_ref.testing import Inline, poll
 
-from .util import Inline, names, poll
+from .util import names
 
 
 def test_tree_is_the_root_and_its_descendants_only(ws: Workspace) -> None:

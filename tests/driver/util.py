@@ -1,5 +1,5 @@
-"""Helpers for the driver tests: transcript readers (the in-process hop runner ``Inline``
-and ``poll`` come from :mod:`lernie_ref.testing`).
+"""Helpers for the driver tests: transcript, inbox and lock readers (the in-process hop
+runner ``Inline`` and ``poll`` come from :mod:`lernie_ref.testing`).
 
 """
 
@@ -12,9 +12,6 @@ from lernie_ref.inbox import pending
 from lernie_ref.substrate.lock import try_acquire
 from lernie_ref.substrate.transcript import TranscriptEntry, load
 from lernie_ref.substrate.workspace import Workspace
-from lernie_ref.testing import Inline, poll
-
-__all__ = ["Inline", "poll"]
 
 
 def entries(ws: Workspace, agent: str) -> list[TranscriptEntry]:

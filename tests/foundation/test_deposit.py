@@ -13,6 +13,7 @@ from lernie_ref.core.actor import Stepper
 from lernie_ref.core.clock import FixedClock
 from lernie_ref.core.errors import DepositError, NotAnAgentId, NotASender
 from lernie_ref.core.frontmatter import sender_of
+from lernie_ref.core.vocab import Point
 from lernie_ref.inbox import (
     Epitaph,
     deposit,
@@ -121,11 +122,11 @@ def test_r_dep_6_same_sender_concurrent_deposits_never_overwrite(
     Upstream's rename would silently replace one; here the second takes the next number."""
     a = Stepper(deposit_actor(ws.root, "R-1", "user", "from a", fixed_clock))
     b = Stepper(deposit_actor(ws.root, "R-1", "user", "from b", fixed_clock))
-    assert a.run_to("deposit.listed").detail == "user-001.md"
-    assert b.run_to("deposit.listed").detail == "user-001.md"
-    assert a.run_to("deposit.published").detail == "user-001.md"
-    assert b.run_to("deposit.collided").detail == "user-001.md"
-    assert b.run_to("deposit.published").detail == "user-002.md"
+    assert a.run_to(Point.DEPOSIT_LISTED).detail == "user-001.md"
+    assert b.run_to(Point.DEPOSIT_LISTED).detail == "user-001.md"
+    assert a.run_to(Point.DEPOSIT_PUBLISHED).detail == "user-001.md"
+    assert b.run_to(Point.DEPOSIT_COLLIDED).detail == "user-001.md"
+    assert b.run_to(Point.DEPOSIT_PUBLISHED).detail == "user-002.md"
     pa, pb = a.finish(), b.finish()
     assert pa.read_bytes().endswith(b"\n---\nfrom a")
     assert pb.read_bytes().endswith(b"\n---\nfrom b")
@@ -136,7 +137,7 @@ def test_r_dep_6_a_name_taken_after_listing_is_never_replaced(
     ws: Workspace, fixed_clock: FixedClock
 ) -> None:
     actor = Stepper(deposit_actor(ws.root, "R-1", "user", "mine", fixed_clock))
-    actor.run_to("deposit.temp-written")
+    actor.run_to(Point.DEPOSIT_TEMP_WRITTEN)
     squatter = inbox_dir(ws.root, "R-1") / "user-001.md"
     squatter.write_bytes(b"someone else's")
     path = actor.finish()
@@ -150,7 +151,7 @@ def test_r_dep_6_the_temp_file_is_never_a_pending_deposit(
     actor = Stepper(deposit_actor(ws.root, "R-1", "user", "x", fixed_clock))
     box = inbox_dir(ws.root, "R-1")
     seen: list[list[str]] = []
-    for point in ("deposit.temp-written", "deposit.published"):
+    for point in (Point.DEPOSIT_TEMP_WRITTEN, Point.DEPOSIT_PUBLISHED):
         actor.run_to(point)
         names = os.listdir(box)
         assert any(n.startswith(".") and n.endswith(".tmp") for n in names)
@@ -164,7 +165,7 @@ def test_r_dep_6_the_temp_file_is_never_a_pending_deposit(
 def test_r_dep_6_an_abandoned_actor_leaves_no_temp(ws: Workspace, fixed_clock: FixedClock) -> None:
     actor = deposit_actor(ws.root, "R-1", "user", "x", fixed_clock)
     stepper = Stepper(actor)
-    stepper.run_to("deposit.temp-written")
+    stepper.run_to(Point.DEPOSIT_TEMP_WRITTEN)
     actor.close()
     assert os.listdir(inbox_dir(ws.root, "R-1")) == []
 

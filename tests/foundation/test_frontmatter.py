@@ -1,4 +1,5 @@
-"""Pure name and frontmatter functions, byte for byte (R-DEP-1..5, R-DEP-9/10, R-REL-2, R-TR-1)."""
+"""Pure name and frontmatter functions, byte for byte (R-DEP-1, R-DEP-2, R-DEP-3, R-DEP-4, R-DEP-5,
+R-DEP-9, R-DEP-10, R-REL-2, R-TR-1)."""
 
 from __future__ import annotations
 

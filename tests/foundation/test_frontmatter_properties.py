@@ -1,4 +1,5 @@
-"""Properties of the name and frontmatter functions over generated inputs (R-DEP-1..5, R-DEP-9)."""
+"""Properties of the name and frontmatter functions over generated inputs (R-DEP-1, R-DEP-2,
+R-DEP-3, R-DEP-4, R-DEP-5, R-DEP-9)."""
 
 from __future__ import annotations
 

@@ -9,13 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from lernie_ref.core.errors import AdoptError, LockError
+from lernie_ref.core.errors import AdoptError, ExecError, LockError
 from lernie_ref.inbox import ProbeOutcome, RecordingLauncher, inbox_dir, probe_and_launch
 from lernie_ref.substrate.lock import (
     LOCK_FD_ENV,
     ExecutorLock,
     adopt,
-    successor_env,
     take_lease,
     try_acquire,
 )
@@ -210,7 +209,7 @@ def test_r_lock_3_the_baton_carries_the_lease_into_a_new_program(tmp_path: Path)
     box = tmp_path / "inbox" / "A-1"
     lock = try_acquire(box)
     assert lock is not None
-    env = successor_env(lock, os.environ)
+    env = lock.hand_off(os.environ)
     assert env[LOCK_FD_ENV] == str(lock.fd)
     child = subprocess.Popen(
         [sys.executable, "-c", SUCCESSOR, str(box)],
@@ -232,3 +231,60 @@ def test_r_lock_3_the_baton_carries_the_lease_into_a_new_program(tmp_path: Path)
     after = try_acquire(box)
     assert after is not None
     after.release()
+
+
+PREDECESSOR = """
+import os, sys
+from pathlib import Path
+from lernie_ref.substrate.lock import try_acquire
+box, successor = Path(sys.argv[1]), sys.argv[2]
+lock = try_acquire(box)
+assert lock is not None
+lock.exec_successor(sys.executable, [sys.executable, "-c", successor, str(box)], os.environ)
+"""
+
+
+def test_r_lock_3_exec_successor_replaces_the_process_and_keeps_the_lease(
+    tmp_path: Path,
+) -> None:
+    """I-2: the program that exec'd is gone, the same process now runs the successor, which
+    adopted the lease; the lock is busy for everyone else until the successor lets go."""
+    box = tmp_path / "inbox" / "A-1"
+    child = subprocess.Popen(
+        [sys.executable, "-c", PREDECESSOR, str(box), SUCCESSOR],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None and child.stdin is not None
+    assert child.stdout.readline() == "adopted\n"
+    assert try_acquire(box) is None
+    child.stdin.write("go\n")
+    child.stdin.flush()
+    assert child.stdout.readline() == "released\n"
+    assert child.wait(timeout=60) == 0
+    after = try_acquire(box)
+    assert after is not None
+    after.release()
+
+
+def test_r_lock_3_failed_exec_releases_the_lease_and_says_why(tmp_path: Path) -> None:
+    box = tmp_path / "inbox" / "A-1"
+    lock = try_acquire(box)
+    assert lock is not None
+    missing = str(tmp_path / "no-such-interpreter")
+    with pytest.raises(ExecError) as caught:
+        lock.exec_successor(missing, [missing], {})
+    assert str(caught.value) == "exec successor: No such file or directory (os error 2)"
+    assert not lock.held
+    after = try_acquire(box)
+    assert after is not None, "a failed exec kept the lease: the agent could never run again"
+    after.release()
+
+
+def test_r_lock_3_a_released_lease_cannot_be_handed_on(tmp_path: Path) -> None:
+    lock = try_acquire(tmp_path / "inbox" / "A-1")
+    assert lock is not None
+    lock.release()
+    with pytest.raises(LockError):
+        lock.hand_off({})

@@ -14,42 +14,34 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from opkit import deps, drive, results_from
 
-from lernie_ref.actors.hop import Outcome, hop_actor
 from lernie_ref.actors.sweep import scan, transcript_due
-from lernie_ref.core.actor import Stepper
+from lernie_ref.core.actor import Passed
 from lernie_ref.core.clock import SystemClock
 from lernie_ref.core.warrant import Warrant
 from lernie_ref.inbox import RecordingLauncher, cli_dispatch, cli_prompt, pending
 from lernie_ref.reply import recipient
 from lernie_ref.reply_debt import is_terminal_response, read_entries
-from lernie_ref.substrate.lock import LOCK_FD_ENV
 from lernie_ref.substrate.transcript import commit_subject
 from lernie_ref.substrate.workspace import Workspace, create_workspace
+from lernie_ref.testing import Inline, drive
+
+from .opkit import results_from
 
 GOALS = ["work on it", "@tools 1", "@tools 2", "@dispatch a grandchild task"]
 
 
 def run_until_death(ws: Workspace, agent: str, death_at: int) -> int:
     """Drive ``agent``'s hop chain; die right after the ``death_at``-th point. Returns points."""
-    env: dict[str, str] = {}
-    hop_deps = deps(RecordingLauncher())
     passed = 0
-    for _ in range(20):
-        actor = hop_actor(ws, agent, env, hop_deps)
-        stepper = Stepper(actor)
-        while stepper.step() is not None:
-            passed += 1
-            if passed == death_at:
-                actor.close()
-                return passed
-        result = stepper.result
-        if result.outcome is not Outcome.TOOLS_RAN:
-            return passed
-        assert result.lock is not None
-        env = {LOCK_FD_ENV: str(result.lock.fd)}
-    raise AssertionError("hop chain did not end")
+
+    def die(point: Passed) -> bool:
+        nonlocal passed
+        passed += 1
+        return passed == death_at
+
+    Inline(ws).run_chain(agent, die)
+    return passed
 
 
 @settings(

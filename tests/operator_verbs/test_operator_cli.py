@@ -12,11 +12,14 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli, wait_quiescent
-from opkit import crash_at, drive, spawn_holder, tree_listing
 
+from lernie_ref.core.vocab import Point
 from lernie_ref.inbox import RecordingLauncher, cli_dispatch, cli_prompt, deposit
 from lernie_ref.operator.status import HEADERS, status
 from lernie_ref.substrate.workspace import Workspace
+from lernie_ref.testing import Inline, drive
+
+from .opkit import spawn_holder, tree_listing
 
 
 def one_line_failure(proc: subprocess.CompletedProcess[str], verb: str) -> str:
@@ -72,7 +75,7 @@ def test_r_cli_2_usage_errors_exit_2(ws: Workspace) -> None:
 
 def test_r_scan_3_json_report(ws: Workspace) -> None:
     root = cli_prompt(ws, "hello", "", RecordingLauncher())
-    crash_at(ws, root, "hop.warrant")
+    Inline(ws).crash_at(root, Point.HOP_WARRANT)
     proc = run_cli(["scan", str(ws.root), "--json"])
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == {
@@ -98,16 +101,24 @@ def test_r_status_1_table_and_json(ws: Workspace) -> None:
     root = cli_prompt(ws, "lead", "boss", rec)
     drive(ws, root)
     child = cli_dispatch(ws, root, "work", "worker", rec)
-    drive(ws, child, stop=lambda: True)  # stopped: its obituary is parked in the root's inbox
+    drive(ws, child, stop=True)  # stopped: its obituary is parked in the root's inbox
     dead = cli_dispatch(ws, root, "more work", "", rec)
-    crash_at(ws, dead, "hop.warrant")
+    Inline(ws).crash_at(dead, Point.HOP_WARRANT)
     before = tree_listing(ws.root)
 
     proc = run_cli(["status", str(ws.root)])
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert lines[0].split() == ["ID", "NAME", "PARENT", "EXECUTOR", "PENDING", "LAST", "EPITAPH",
-                                "ENTRIES"]
+    assert lines[0].split() == [
+        "ID",
+        "NAME",
+        "PARENT",
+        "EXECUTOR",
+        "PENDING",
+        "LAST",
+        "EPITAPH",
+        "ENTRIES",
+    ]
     rows = {line.split()[0]: line.split() for line in lines[1:]}
     assert rows[root] == [root, "boss", "-", "-", "1", "undelivered", "final-response", "2"]
     assert rows[child] == [child, "worker", root, "-", "0", "stopped", "1"]
@@ -195,7 +206,7 @@ def test_r_scan_9_a_resent_reply_is_named_on_stderr(ws: Workspace) -> None:
     root = cli_prompt(ws, "lead", "", rec)
     drive(ws, root)
     child = cli_dispatch(ws, root, "work", "", rec)
-    crash_at(ws, child, "hop.assistant-committed")
+    Inline(ws).crash_at(child, Point.HOP_ASSISTANT_COMMITTED)
     proc = run_cli(["scan", str(ws.root), "--json"])
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == (

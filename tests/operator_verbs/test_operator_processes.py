@@ -16,12 +16,14 @@ import stat
 from pathlib import Path
 
 from conftest import run_cli, wait_quiescent
-from opkit import drive, mark, results_from, wait_for
 
 from lernie_ref.inbox import RecordingLauncher, cli_prompt
 from lernie_ref.operator.stop import discover, is_gone, lock_holder_pids, stop
 from lernie_ref.reply_debt import read_entries
 from lernie_ref.substrate.workspace import Workspace
+from lernie_ref.testing import drive, poll
+
+from .opkit import mark, results_from
 
 QUIET = (
     "silent deaths: 0; died deposits swept: 0; drivers launched: 0; inboxes with no agent branch: 0"
@@ -53,8 +55,10 @@ def in_model_call(ws: Workspace, agent: str) -> bool:
     if not lock_holder_pids(ws.inbox_dir(agent)):
         return False
     entries = read_entries(ws.worktree(agent))
-    return bool(entries) and entries[0].delivered and subjects(ws, agent)[0].startswith(
-        f"transcript {entries[0].seq:03d}:"
+    return (
+        bool(entries)
+        and entries[0].delivered
+        and subjects(ws, agent)[0].startswith(f"transcript {entries[0].seq:03d}:")
     )
 
 
@@ -74,12 +78,12 @@ def test_r_scan_5_sigkill_mid_hop_then_scan_deposits_one_died_and_the_parent_del
     ws: Workspace,
 ) -> None:
     root = cli_ok("prompt", str(ws.root), "lead\n@dispatch name=w @sleep 300").strip()
-    wait_for(lambda: len(children_of(ws, root)) == 1, "the dispatch")
+    poll(lambda: len(children_of(ws, root)) == 1, "the dispatch")
     (child,) = children_of(ws, root)
-    wait_for(lambda: in_model_call(ws, child), "the child's model call")
+    poll(lambda: in_model_call(ws, child), "the child's model call")
     (holder,) = discover({child: ws.inbox_dir(child)})
     os.kill(holder.pid, signal.SIGKILL)
-    wait_for(lambda: is_gone(holder.pid), "the killed driver to vanish")
+    poll(lambda: is_gone(holder.pid), "the killed driver to vanish")
     wait_quiescent(ws)
     tip = ws.branch_tip(child)
 
@@ -115,7 +119,7 @@ def test_r_scan_5_sigkill_mid_hop_then_scan_deposits_one_died_and_the_parent_del
 def test_r_stop_6_during_a_model_call_parks_stopped_and_a_message_revives(ws: Workspace) -> None:
     root = quiet_root(ws)
     child = cli_ok("dispatch", str(ws.root), root, "@sleep 300").strip()
-    wait_for(lambda: in_model_call(ws, child), "the child's model call")
+    poll(lambda: in_model_call(ws, child), "the child's model call")
     before = read_entries(ws.worktree(child))
 
     proc = run_cli(["stop", str(ws.root), child])
@@ -165,7 +169,7 @@ def test_r_stop_4_during_a_long_tool_step_settles_and_parks_stopped(
 
     root = quiet_root(ws)
     child = cli_ok("dispatch", str(ws.root), root, "@tools 2", env=env).strip()
-    wait_for(marker.exists, "the tool step's commit")
+    poll(marker.exists, "the tool step's commit")
 
     def release_git(_: float) -> None:
         (tmp_path / "tool-commit.go").touch()  # the SIGTERM has been sent by now
@@ -181,14 +185,16 @@ def test_r_stop_4_during_a_long_tool_step_settles_and_parks_stopped(
 
 def test_r_stop_3_stop_of_a_parent_stops_its_running_children(ws: Workspace) -> None:
     root = cli_ok("prompt", str(ws.root), "lead\n@dispatch name=w @sleep 300").strip()
-    wait_for(lambda: len(children_of(ws, root)) == 1, "the dispatch")
+    poll(lambda: len(children_of(ws, root)) == 1, "the dispatch")
     (child,) = children_of(ws, root)
-    wait_for(lambda: in_model_call(ws, child), "the child's model call")
-    wait_for(lambda: not lock_holder_pids(ws.inbox_dir(root)), "the root to come to rest")
+    poll(lambda: in_model_call(ws, child), "the child's model call")
+    poll(lambda: not lock_holder_pids(ws.inbox_dir(root)), "the root to come to rest")
     cli_ok("message", str(ws.root), root, "@sleep 300")
-    wait_for(
-        lambda: in_model_call(ws, root)
-        and "@sleep 300" in read_entries(ws.worktree(root))[0].path.read_text(),
+    poll(
+        lambda: (
+            in_model_call(ws, root)
+            and "@sleep 300" in read_entries(ws.worktree(root))[0].path.read_text()
+        ),
         "the root's model call",
     )
     root_before = read_entries(ws.worktree(root))

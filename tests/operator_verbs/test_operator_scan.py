@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import json
 
-from opkit import crash_at, deps, drive, mark, results_from
-
 from lernie_ref.actors.hop import Outcome, hop_actor
 from lernie_ref.actors.sweep import Condition, ScanReport, condition_of, scan, scan_actor
 from lernie_ref.core.actor import Stepper, run
 from lernie_ref.core.clock import SystemClock
+from lernie_ref.core.vocab import Point
 from lernie_ref.core.warrant import Warrant
 from lernie_ref.inbox import (
     Epitaph,
@@ -31,6 +30,9 @@ from lernie_ref.inbox import (
 from lernie_ref.reply_debt import read_entries
 from lernie_ref.substrate.lock import try_acquire
 from lernie_ref.substrate.workspace import Workspace
+from lernie_ref.testing import Inline, drive
+
+from .opkit import mark, results_from
 
 QUIET = (
     "silent deaths: 0; died deposits swept: 0; drivers launched: 0; inboxes with no agent branch: 0"
@@ -102,7 +104,7 @@ def test_r_scan_5_died_before_the_model_call_gets_one_obituary_and_i15_idempoten
     ws: Workspace,
 ) -> None:
     root, child = family(ws)
-    crash_at(ws, child, "hop.warrant")
+    Inline(ws).crash_at(child, Point.HOP_WARRANT)
     tip = ws.branch_tip(child)
     rec = RecordingLauncher()
     report = scan(ws, rec, SystemClock())
@@ -126,7 +128,7 @@ def test_r_scan_5_died_before_the_model_call_gets_one_obituary_and_i15_idempoten
 
 def test_r_scan_4_died_with_an_open_tool_window(ws: Workspace) -> None:
     root, child = family(ws, goal="@tools 1")
-    crash_at(ws, child, "hop.assistant-committed")
+    Inline(ws).crash_at(child, Point.HOP_ASSISTANT_COMMITTED)
     report = scan(ws, RecordingLauncher(), SystemClock())
     assert report.swept == [child]
     assert died_results(ws, root, child) == [("died", ws.branch_tip(child))]
@@ -134,7 +136,7 @@ def test_r_scan_4_died_with_an_open_tool_window(ws: Workspace) -> None:
 
 def test_r_scan_4_died_between_tool_results_and_the_successor(ws: Workspace) -> None:
     root, child = family(ws, goal="@tools 1")
-    crash_at(ws, child, "hop.tools-ran")
+    Inline(ws).crash_at(child, Point.HOP_TOOLS_RAN)
     report = scan(ws, RecordingLauncher(), SystemClock())
     assert report.swept == [child]
     assert len(died_results(ws, root, child)) == 1
@@ -144,7 +146,7 @@ def test_r_scan_4_dead_child_with_pending_mail_is_flushed_not_obituarised(ws: Wo
     """Mail under a free lock is work a launch picks up (crash settlement, then delivery):
     the flush's case, not a death."""
     root, child = family(ws)
-    crash_at(ws, child, "hop.warrant")
+    Inline(ws).crash_at(child, Point.HOP_WARRANT)
     deposit(ws.root, child, "user", "still there?")
     rec = RecordingLauncher()
     report = scan(ws, rec, SystemClock())
@@ -154,11 +156,11 @@ def test_r_scan_4_dead_child_with_pending_mail_is_flushed_not_obituarised(ws: Wo
 
 def test_d_12_revived_and_dead_again_is_reported_again(ws: Workspace) -> None:
     root, child = family(ws)
-    crash_at(ws, child, "hop.warrant")
+    Inline(ws).crash_at(child, Point.HOP_WARRANT)
     scan(ws, RecordingLauncher(), SystemClock())
     first_tip = ws.branch_tip(child)
     deposit(ws.root, child, "user", "try again")
-    crash_at(ws, child, "hop.warrant")
+    Inline(ws).crash_at(child, Point.HOP_WARRANT)
     second_tip = ws.branch_tip(child)
     assert second_tip != first_tip
     report = scan(ws, RecordingLauncher(), SystemClock())
@@ -168,7 +170,7 @@ def test_d_12_revived_and_dead_again_is_reported_again(ws: Workspace) -> None:
 
 def test_r_scan_1_a_dead_root_is_named_but_never_deposited_for(ws: Workspace) -> None:
     root = cli_prompt(ws, "work", "", RecordingLauncher())
-    crash_at(ws, root, "hop.warrant")
+    Inline(ws).crash_at(root, Point.HOP_WARRANT)
     for _ in range(2):
         report = scan(ws, RecordingLauncher(), SystemClock())
         assert report.silent_deaths == [root]
@@ -180,8 +182,8 @@ def test_r_scan_1_a_dead_root_is_named_but_never_deposited_for(ws: Workspace) ->
 def test_r_scan_1_missing_parent_makes_a_root_and_the_pass_goes_on(ws: Workspace) -> None:
     root_a, child_a = family(ws)
     root_b, child_b = family(ws)
-    crash_at(ws, child_a, "hop.warrant")
-    crash_at(ws, child_b, "hop.warrant")
+    Inline(ws).crash_at(child_a, Point.HOP_WARRANT)
+    Inline(ws).crash_at(child_b, Point.HOP_WARRANT)
     ws.git.run(ws.repo_git, ["update-ref", "-d", f"refs/heads/agents/{root_a}"])
     report = scan(ws, RecordingLauncher(), SystemClock())
     assert report.silent_deaths == sorted([child_a, child_b])
@@ -192,7 +194,7 @@ def test_r_scan_1_missing_parent_makes_a_root_and_the_pass_goes_on(ws: Workspace
 
 def test_r_scan_1_a_live_executor_is_skipped(ws: Workspace) -> None:
     root, child = family(ws)
-    crash_at(ws, child, "hop.warrant")
+    Inline(ws).crash_at(child, Point.HOP_WARRANT)
     lock = try_acquire(ws.inbox_dir(child))
     assert lock is not None
     try:
@@ -272,7 +274,7 @@ def test_r_scan_9_crash_between_terminal_commit_and_deposit_resends_the_reply(
     false `died` (or, once the child had returned before, nothing: the reply is lost).
     Here the sweep deposits the committed reply on the child's behalf, once."""
     root, child = family(ws)
-    crash_at(ws, child, "hop.assistant-committed")
+    Inline(ws).crash_at(child, Point.HOP_ASSISTANT_COMMITTED)
     tip = ws.branch_tip(child)
     rec = RecordingLauncher()
     report = scan(ws, rec, SystemClock())
@@ -307,7 +309,7 @@ def test_r_scan_9_a_deposited_reply_whose_mark_was_lost_is_not_sent_twice(
 def test_r_scan_9_an_unowed_or_operator_reply_is_not_resent(ws: Workspace) -> None:
     root, child = family(ws)
     deposit(ws.root, child, "user", "a word from the operator")
-    crash_at(ws, child, "hop.assistant-committed")
+    Inline(ws).crash_at(child, Point.HOP_ASSISTANT_COMMITTED)
     report = scan(ws, RecordingLauncher(), SystemClock())
     assert report.resent == [] and report.silent_deaths == []
     assert results_from(ws, root, child) == []
@@ -315,7 +317,7 @@ def test_r_scan_9_an_unowed_or_operator_reply_is_not_resent(ws: Workspace) -> No
 
 def test_r_scan_9_an_uncommitted_final_entry_is_left_to_stray_recovery(ws: Workspace) -> None:
     root, child = family(ws)
-    crash_at(ws, child, "transcript.renamed", detail="002-scripted.json")
+    Inline(ws).crash_at(child, Point.TRANSCRIPT_RENAMED, detail="002-scripted.json")
     report = scan(ws, RecordingLauncher(), SystemClock())
     assert report.resent == [] and report.silent_deaths == []
     assert results_from(ws, root, child) == []
@@ -323,7 +325,7 @@ def test_r_scan_9_an_uncommitted_final_entry_is_left_to_stray_recovery(ws: Works
 
 def test_r_scan_5_a_stopped_child_is_already_reported(ws: Workspace) -> None:
     root, child = family(ws)
-    result = drive(ws, child, stop=lambda: True)
+    result = drive(ws, child, stop=True)
     assert result.epitaph is Epitaph.STOPPED
     assert results_from(ws, root, child) == [("stopped", ws.branch_tip(child))]
     report = scan(ws, RecordingLauncher(), SystemClock())
@@ -404,7 +406,7 @@ def _to_hold(stepper: Stepper[ScanReport], agent: str) -> None:
     while True:
         point = stepper.step()
         assert point is not None, "scan ended before holding the agent"
-        if point.name == "scan.held" and point.agent == agent:
+        if point.name == Point.SCAN_HELD and point.agent == agent:
             return
 
 
@@ -432,7 +434,7 @@ def test_r_scan_6_a_driver_starting_during_the_hold_steps_aside_and_no_false_dea
     rec = RecordingLauncher()
     stepper = Stepper(scan_actor(ws, rec, SystemClock()))
     _to_hold(stepper, child)
-    hop = run(hop_actor(ws, child, {}, deps(RecordingLauncher())))
+    hop = run(hop_actor(ws, child, {}, Inline(ws).deps))
     assert hop.outcome is Outcome.ALREADY_DRIVEN
     report = stepper.finish()
     assert report.silent_deaths == [] and results_from(ws, root, child) == []

@@ -13,7 +13,6 @@ import signal
 import subprocess
 
 import pytest
-from opkit import spawn_holder, wait_for
 
 from lernie_ref.core.errors import BranchMissing, SelfGroup
 from lernie_ref.inbox import RecordingLauncher, cli_dispatch, cli_prompt
@@ -32,6 +31,9 @@ from lernie_ref.operator.stop import (
     subtree_inboxes,
 )
 from lernie_ref.substrate.workspace import Workspace
+from lernie_ref.testing import poll
+
+from .opkit import spawn_holder
 
 
 def _reap(proc: subprocess.Popen[str]) -> None:
@@ -88,7 +90,7 @@ def test_r_stop_2_a_holder_that_lets_go_within_the_grace_is_not_signalled(ws: Wo
 
         def lets_go(_: float) -> None:
             prober.send_signal(signal.SIGUSR1)
-            wait_for(lambda: not lock_holder_pids(ws.inbox_dir(root)), "the release")
+            poll(lambda: not lock_holder_pids(ws.inbox_dir(root)), "the release")
 
         assert stop(ws.root, root, sleep=lets_go).signalled == []
         assert prober.poll() is None  # never signalled
@@ -194,6 +196,6 @@ def test_r_stop_1_unknown_agent_is_branch_missing(ws: Workspace) -> None:
 
 def test_r_stop_5_zombies_count_as_gone(ws: Workspace) -> None:
     proc = subprocess.Popen(["true"])
-    wait_for(lambda: is_gone(proc.pid), "the child to exit")
+    poll(lambda: is_gone(proc.pid), "the child to exit")
     assert os.path.exists(f"/proc/{proc.pid}")  # not reaped yet: a zombie
     proc.wait()

@@ -1,0 +1,104 @@
+"""Packaging: a regular install adds no top-level ``spec`` or ``stateful`` package and both
+commands run from it (the model and the machines install as ``lernie_spec`` and
+``lernie_stateful``).
+
+The wheel is built once per run from a copy of the sources, so the checkout gets no
+``build/``. Inspecting it takes a few seconds; installing it into a fresh venv and
+running both commands from there adds about five more, so both run by default.
+"""
+
+from __future__ import annotations
+
+import configparser
+import shutil
+import subprocess
+import sys
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCES = ("pyproject.toml", "README.md", "lernie_ref", "spec", "stateful")
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    src = tmp_path_factory.mktemp("src")
+    for name in SOURCES:
+        if (ROOT / name).is_dir():
+            ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
+            shutil.copytree(ROOT / name, src / name, ignore=ignore)
+        else:
+            shutil.copy2(ROOT / name, src / name)
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(src), "-w", str(out)],
+        check=True,
+        timeout=600,
+    )
+    (built,) = out.glob("*.whl")
+    return built
+
+
+def top_level(wheel: Path) -> set[str]:
+    with zipfile.ZipFile(wheel) as archive:
+        return {name.split("/")[0] for name in archive.namelist()}
+
+
+def test_the_wheel_has_no_spec_or_stateful_package(wheel: Path) -> None:
+    packages = {name for name in top_level(wheel) if not name.endswith(".dist-info")}
+    assert packages == {"lernie_ref", "lernie_spec", "lernie_stateful"}
+
+
+def test_the_wheel_carries_both_commands_and_the_kit_data(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+        parser = configparser.ConfigParser()
+        parser.read_string(archive.read(entry_points).decode())
+    scripts = dict(parser["console_scripts"])
+    assert scripts == {"lernie": "lernie_ref.cli:entry", "lernie-check": "lernie_spec.check:entry"}
+    for target in scripts.values():
+        module = target.split(":")[0].replace(".", "/")
+        assert f"{module}.py" in names or f"{module}/__init__.py" in names
+    assert any(n.startswith("lernie_stateful/conform/adapters/") for n in names)
+    assert any(n.startswith("lernie_stateful/conform/scenarios/") for n in names)
+
+
+def test_the_wheel_check_sees_a_planted_top_level_package(tmp_path: Path) -> None:
+    planted = tmp_path / "planted-0.1-py3-none-any.whl"
+    with zipfile.ZipFile(planted, "w") as archive:
+        archive.writestr("spec/__init__.py", "")
+    assert "spec" in top_level(planted)
+
+
+def test_both_commands_run_from_a_regular_install(wheel: Path, tmp_path: Path) -> None:
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True).create(env_dir)
+    bin_dir = env_dir / "bin"
+    subprocess.run(
+        [str(bin_dir / "pip"), "install", "-q", "--no-deps", "--no-index", str(wheel)],
+        check=True,
+        timeout=600,
+    )
+    site = subprocess.run(
+        [str(bin_dir / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    installed = {p.name for p in Path(site).iterdir()}
+    assert "spec" not in installed and "stateful" not in installed
+    for command in ("lernie", "lernie-check"):
+        # run from an empty directory, so nothing of the checkout can be imported
+        proc = subprocess.run(
+            [str(bin_dir / command), "--help"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.startswith("usage:"), proc.stdout

@@ -1,0 +1,298 @@
+"""Each actor's documented points against what it yields on real runs (real files, git, flock).
+
+An actor's docstring lists every :class:`Point` it may pass (nested actors' included)
+under ``Points:`` and the ones every run passes under ``Always:``. Each scenario below
+runs the production actor over a real workspace with :class:`Stepper`; every run must
+stay within the list and pass the always-points, and the scenarios together must reach
+every listed point, so a list can neither miss a point nor claim a dead one.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import shutil
+from collections.abc import Callable
+from typing import TypeVar
+
+import pytest
+
+from lernie_ref.actors.drain import deliver_actor, drain_actor
+from lernie_ref.actors.exit_protocol import conclude_actor
+from lernie_ref.actors.hop import HopResult, hop_actor
+from lernie_ref.actors.probe import probe_actor, writer_probe_actor
+from lernie_ref.actors.release import release_actor
+from lernie_ref.actors.writer import dispatch_actor, message_actor, prompt_actor
+from lernie_ref.core.actor import Actor, Passed, Stepper
+from lernie_ref.core.clock import SystemClock
+from lernie_ref.core.vocab import Epitaph, Point
+from lernie_ref.inbox import cli_dispatch, cli_prompt, deposit, pending
+from lernie_ref.substrate.config import Config
+from lernie_ref.substrate.lock import ExecutorLock, try_acquire
+from lernie_ref.substrate.workspace import Workspace
+from lernie_ref.testing import Inline, RecordingLauncher
+
+Runs = list[frozenset[Point]]
+R = TypeVar("R")
+
+
+def documented(fn: Callable[..., object]) -> tuple[frozenset[Point], frozenset[Point]]:
+    """The ``Points:`` and ``Always:`` sets of ``fn``'s docstring."""
+    doc = inspect.getdoc(fn) or ""
+    points = re.search(r"^Points:(.*?)(?=^Always:|\n\n|\Z)", doc, re.S | re.M)
+    always = re.search(r"^Always:(.*?)(?=\n\n|\Z)", doc, re.S | re.M)
+    assert points is not None and always is not None, f"{fn.__name__}: no Points/Always list"
+
+    def members(text: str) -> frozenset[Point]:
+        return frozenset(Point[name] for name in re.findall(r"Point\.([A-Z_]+)", text))
+
+    return members(points.group(1)), members(always.group(1))
+
+
+def check(fn: Callable[..., object], runs: Runs) -> None:
+    points, always = documented(fn)
+    assert points, f"{fn.__name__} documents no points"
+    for seen in runs:
+        assert seen <= points, f"{fn.__name__} yielded undocumented {sorted(seen - points)}"
+        assert always <= seen, f"{fn.__name__} skipped always-points {sorted(always - seen)}"
+    reached = frozenset().union(*runs)
+    assert reached == points, f"{fn.__name__}: never reached {sorted(points - reached)}"
+
+
+def names(stepper: Stepper[R]) -> frozenset[Point]:
+    return frozenset(p.name for p in stepper.points)
+
+
+def finish(actor: Actor[object]) -> frozenset[Point]:
+    stepper: Stepper[object] = Stepper(actor)
+    stepper.finish()
+    return names(stepper)
+
+
+def crash_after(actor: Actor[object], point: Point) -> frozenset[Point]:
+    """Run to ``point`` and die there (the generator is closed: its lease goes)."""
+    stepper: Stepper[object] = Stepper(actor)
+    stepper.run_to(point)
+    actor.close()
+    return names(stepper)
+
+
+def held(ws: Workspace, agent: str) -> ExecutorLock:
+    lock = try_acquire(ws.inbox_dir(agent))
+    assert lock is not None
+    return lock
+
+
+def test_the_docstring_parser_sees_a_wrong_list() -> None:
+    def liar() -> None:
+        """Points: ``Point.PROBE_BUSY``.
+        Always: ``Point.PROBE_BUSY``.
+        """
+
+    with pytest.raises(AssertionError, match="undocumented"):
+        check(liar, [frozenset({Point.PROBE_BUSY, Point.PROBE_LAUNCHED})])
+    with pytest.raises(AssertionError, match="always-points"):
+        check(liar, [frozenset()])
+    with pytest.raises(AssertionError, match="no Points"):
+        documented(check)
+
+
+def test_r_probe_1_probe_points(ws: Workspace) -> None:
+    launcher = RecordingLauncher()
+    root = cli_prompt(ws, "x", "", launcher)
+    for fn in (probe_actor, writer_probe_actor):
+        free = finish(fn(ws.root, root, launcher))
+        with held(ws, root):
+            busy = finish(fn(ws.root, root, launcher))
+        check(fn, [free, busy])
+
+
+def contested(ws: Workspace, actor: Actor[object], sender: str) -> frozenset[Point]:
+    """R-DEP-6, R-PROBE-1: between the writer's listing and its link the same sender's next
+    name is taken, and by the probe a driver holds the new agent's lock."""
+    stepper: Stepper[object] = Stepper(actor)
+    agent = stepper.run_to(Point.DEPOSIT_LISTED).agent
+    deposit(ws.root, agent, sender, "first")
+    with held(ws, agent):
+        stepper.finish()
+    return names(stepper)
+
+
+def test_r_probe_4_writer_verb_points(ws: Workspace) -> None:
+    launcher = RecordingLauncher()
+    clock = SystemClock()
+    prompted = Stepper(prompt_actor(ws, "x", "", launcher, clock))
+    root = prompted.finish()
+    dispatched = Stepper(dispatch_actor(ws, root, "goal", "", launcher, clock))
+    kid = dispatched.finish()
+    contested_prompt = contested(ws, prompt_actor(ws, "y", "", launcher, clock), "user")
+    contested_dispatch = contested(ws, dispatch_actor(ws, root, "g", "", launcher, clock), root)
+    check(prompt_actor, [names(prompted), contested_prompt])
+    check(dispatch_actor, [names(dispatched), contested_dispatch])
+    free = finish(message_actor(ws, kid, "a", "user", launcher, clock))
+    # R-DEP-6: two writers list the same next name; the second one's link collides.
+    first = Stepper(message_actor(ws, kid, "b", "user", launcher, clock))
+    second = Stepper(message_actor(ws, kid, "c", "user", launcher, clock))
+    first.run_to(Point.DEPOSIT_LISTED)
+    second.run_to(Point.DEPOSIT_LISTED)
+    first.finish()
+    with held(ws, kid):
+        second.finish()
+    assert Point.DEPOSIT_COLLIDED in names(second) and Point.PROBE_BUSY in names(second)
+    check(message_actor, [free, names(first), names(second)])
+
+
+def test_r_rel_1_release_points(ws: Workspace) -> None:
+    launcher = RecordingLauncher()
+    root = cli_prompt(ws, "x", "", launcher)
+    quiet = finish(release_actor(ws.root, root, held(ws, root), frozenset(), launcher))
+    assert launcher.launches[-1] == (ws.root, root)  # the unseen prompt warranted a launch
+    lock = held(ws, root)
+    seen = frozenset((p.name, p.mtime_ns) for p in pending(ws.inbox_dir(root)))
+    launches = len(launcher.launches)
+    silent = finish(release_actor(ws.root, root, lock, seen, launcher))
+    assert len(launcher.launches) == launches
+    # R-REL-1: between the re-read and the probe a driver took the lock
+    overtaken = Stepper(release_actor(ws.root, root, held(ws, root), frozenset(), launcher))
+    overtaken.run_to(Point.RELEASE_REREAD)
+    with held(ws, root):
+        overtaken.finish()
+    check(release_actor, [quiet, silent, names(overtaken)])
+
+
+def test_r_drain_1_drain_and_deliver_points(ws: Workspace) -> None:
+    inline = Inline(ws)
+    root = cli_prompt(ws, "x", "", inline.launcher)
+    assert inline.settle()
+    runs: Runs = []
+    empty = held(ws, root)
+    runs.append(finish(drain_actor(ws, root, empty)))
+    empty.release()
+    shutil.rmtree(ws.worktree(root))
+    deposit(ws.root, root, "user", "wake up")
+    lock = held(ws, root)
+    runs.append(finish(drain_actor(ws, root, lock)))
+    (ws.worktree(root) / "messages" / "099-user.md").write_text("a stray\n")
+    item = deposit(ws.root, root, "user", "more")
+    delivered = finish(
+        deliver_actor(ws.worktree(root), root, pending(ws.inbox_dir(root))[0], ws.git)
+    )
+    assert not item.exists()
+    deposit(ws.root, root, "user", "and more")
+    runs.append(finish(drain_actor(ws, root, lock)))
+    lock.release()
+    check(drain_actor, runs)
+    check(deliver_actor, [delivered])
+
+
+def test_r_term_2_exit_protocol_points(ws: Workspace) -> None:
+    inline = Inline(ws)
+    root = cli_prompt(ws, "x", "", inline.launcher)
+    assert inline.settle()
+    kid = cli_dispatch(ws, root, "work", "", inline.launcher)
+    assert inline.settle()
+    clock, launcher = SystemClock(), RecordingLauncher()
+    runs: Runs = []
+    for agent, epitaph in ((root, Epitaph.FINAL_RESPONSE), (kid, Epitaph.STOPPED)):
+        actor = conclude_actor(
+            ws,
+            agent,
+            epitaph,
+            held(ws, agent),
+            frozenset(),
+            response="r",
+            launcher=launcher,
+            clock=clock,
+        )
+        runs.append(finish(actor))
+    # the kid's final response: its result collides with a plain message it just sent
+    actor = conclude_actor(
+        ws,
+        kid,
+        Epitaph.FINAL_RESPONSE,
+        held(ws, kid),
+        frozenset(),
+        response="done",
+        launcher=launcher,
+        clock=clock,
+    )
+    stepper: Stepper[object] = Stepper(actor)
+    stepper.run_to(Point.DEPOSIT_LISTED)
+    deposit(ws.root, root, kid, "an earlier note")
+    with held(ws, root):  # the parent is being driven: the revival probe finds it busy
+        stepper.finish()
+    runs.append(names(stepper))
+    deposit(ws.root, kid, root, "one more")
+    assert inline.settle()
+    runs.append(
+        finish(
+            conclude_actor(
+                ws,
+                kid,
+                Epitaph.FINAL_RESPONSE,
+                held(ws, kid),
+                frozenset(),
+                response="again",
+                launcher=launcher,
+                clock=clock,
+            )
+        )
+    )
+    check(conclude_actor, runs)
+
+
+def test_r_step_1_hop_points(ws: Workspace) -> None:
+    inline = Inline(ws)
+    runs: Runs = []
+
+    def hop(agent: str) -> Stepper[HopResult]:
+        return Stepper(hop_actor(ws, agent, {}, inline.deps))
+
+    root = cli_prompt(ws, "x", "", inline.launcher)
+    with held(ws, root):
+        runs.append(finish(hop_actor(ws, root, {}, inline.deps)))  # busy
+    runs.append(finish(hop_actor(ws, root, {}, inline.deps)))  # drained, answered
+    runs.append(finish(hop_actor(ws, root, {}, inline.deps)))  # nothing due
+    # a crash between the transcript rename and its commit leaves a stray; the next
+    # hop's drain commits it
+    deposit(ws.root, root, "user", "hello")
+    runs.append(crash_after(hop_actor(ws, root, {}, inline.deps), Point.TRANSCRIPT_RENAMED))
+    runs.append(finish(hop_actor(ws, root, {}, inline.deps)))
+    # a hop dies with a tool call unanswered; the next one settles it
+    deposit(ws.root, root, "user", "@tools 1")
+    runs.append(crash_after(hop_actor(ws, root, {}, inline.deps), Point.HOP_ASSISTANT_COMMITTED))
+    runs.append(finish(hop_actor(ws, root, {}, inline.deps)))  # settles, then runs on
+    shutil.rmtree(ws.worktree(root))
+    deposit(ws.root, root, "user", "@tools 1")
+    tools_ran = hop(root)
+    result = tools_ran.finish()
+    assert result.lock is not None
+    result.lock.release()
+    runs.append(names(tools_ran))  # rematerialized, tools ran (the baton is dropped)
+    # a child answers; its result collides with a note it sent, and revives the parent
+    kid = cli_dispatch(ws, root, "work", "", inline.launcher)
+    stepper = hop(kid)
+    stepper.run_to(Point.DEPOSIT_LISTED)
+    deposit(ws.root, root, kid, "an earlier note")
+    with held(ws, root):  # the parent is being driven: the revival probe finds it busy
+        stepper.finish()
+    runs.append(names(stepper))
+    second = cli_dispatch(ws, root, "more work", "", inline.launcher)
+    runs.append(finish(hop_actor(ws, second, {}, inline.deps)))  # answers, revives the parent
+    inline.stop = True
+    deposit(ws.root, kid, "user", "more")
+    runs.append(finish(hop_actor(ws, kid, {}, inline.deps)))  # stopped
+    inline.stop = False
+    tight = Inline(ws, config=Config(step_budget=1))
+    deposit(ws.root, kid, "user", "again")
+    runs.append(finish(hop_actor(ws, kid, {}, tight.deps)))  # budget exhausted
+    check(hop_actor, runs)
+
+
+def test_points_are_typed_in_every_run(ws: Workspace) -> None:
+    """Passed.name is a Point member, never a bare string."""
+    launcher = RecordingLauncher()
+    stepper = Stepper(prompt_actor(ws, "x", "", launcher, SystemClock()))
+    stepper.finish()
+    passed: list[Passed] = stepper.points
+    assert passed and all(type(p.name) is Point for p in passed)

@@ -260,7 +260,10 @@ REVIVALS_FILE = "revivals"
 
 def work_due(ws: Workspace, agent: str) -> bool:
     """R-SCAN-10: a hop would take a step: a model call is due, or the only unpaired calls
-    are a trailing open tool window (R-STEP-2 settles it, then a model call is due)."""
+    are a trailing open tool window (R-STEP-2 settles it, then a model call is due).
+
+    I-19: what a crash leaves with work due is what this scan revives, so no agent stays
+    dead with work due once the operator has run ``lernie scan``."""
     history = history_of(load(ws.worktree(agent)))
     due = warrant_of(history)
     if due is Warrant.MODEL_CALL_DUE:

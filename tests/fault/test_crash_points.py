@@ -34,10 +34,8 @@ from lernie_ref.core.frontmatter import split_frontmatter
 from lernie_ref.inbox import RecordingLauncher, cli_dispatch, cli_message, cli_prompt, pending
 from lernie_ref.substrate import gitlocks
 from lernie_ref.substrate.gitrun import GitResult, SubprocessGit
-from lernie_ref.substrate.lock import successor_env
 from lernie_ref.substrate.workspace import Workspace, create_workspace
-from tests.driver.util import Inline
-from tests.operator.opkit import crash_at, deps, drive
+from lernie_ref.testing import Inline, Point, drive
 
 INSIDE = ("index-lock-only", "objects-no-ref", "ref-moved-index-lock-left")
 
@@ -119,7 +117,7 @@ def _step(actor: Actor[object], cut: Cut) -> object:
 
 def _hop_chain(ws: Workspace, agent: str, cut: Cut) -> None:
     """One launched driver: the hop and its exec'd successors (the baton, in process)."""
-    hop_deps = deps(RecordingLauncher())
+    hop_deps = Inline(ws).deps
     env: dict[str, str] = {}
     while True:
         result = _step(hop_actor(ws, agent, env, hop_deps), cut)
@@ -128,7 +126,7 @@ def _hop_chain(ws: Workspace, agent: str, cut: Cut) -> None:
             return
         assert result.lock is not None
         cut.tick("baton exec")
-        env = dict(successor_env(result.lock, {}))
+        env = dict(result.lock.hand_off({}))
 
 
 def setup_root(text: str) -> Setup:
@@ -148,13 +146,13 @@ def setup_family(ws: Workspace) -> World:
 
 def setup_open_window(ws: Workspace) -> World:
     world = setup_root("work\n@tools 2")(ws)
-    crash_at(ws, world.agents[0], "hop.assistant-committed")
+    Inline(ws).crash_at(world.agents[0], Point.HOP_ASSISTANT_COMMITTED)
     return world
 
 
 def setup_dead_child(ws: Workspace) -> World:
     world = setup_family(ws)
-    crash_at(ws, world.agents[1], "hop.warrant")
+    Inline(ws).crash_at(world.agents[1], Point.HOP_WARRANT)
     return world
 
 

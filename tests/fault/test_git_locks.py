@@ -23,7 +23,8 @@ from lernie_ref.core.frontmatter import split_frontmatter
 from lernie_ref.substrate import gitlocks
 from lernie_ref.substrate.gitrun import SubprocessGit
 from lernie_ref.substrate.workspace import Workspace
-from tests.driver.util import Inline, driver_pids, entries, lock_is_free, poll, worktree_clean
+from lernie_ref.testing import Inline, poll
+from tests.driver.util import driver_pids, entries, lock_is_free, worktree_clean
 from tests.foundation.util import add_child, add_root
 
 HOOK = """#!/bin/sh

@@ -16,8 +16,8 @@ from lernie_ref.core.clock import SystemClock
 from lernie_ref.core.frontmatter import split_frontmatter
 from lernie_ref.inbox import RecordingLauncher, cli_dispatch, cli_prompt
 from lernie_ref.substrate.workspace import Workspace
+from lernie_ref.testing import Inline, Point, drive
 from tests.driver.util import entries, worktree_clean
-from tests.operator.opkit import crash_at, drive
 
 
 def status_rows(ws: Workspace) -> tuple[dict[str, dict[str, object]], str]:
@@ -33,7 +33,7 @@ def answered(ws: Workspace, agent: str) -> bool:
 
 def test_r_scan_10_a_root_killed_mid_step_is_revived_by_one_scan(ws: Workspace) -> None:
     root = cli_prompt(ws, "hello", "", RecordingLauncher())
-    crash_at(ws, root, "hop.warrant")  # delivered, model call due, driver gone
+    Inline(ws).crash_at(root, Point.HOP_WARRANT)  # delivered, model call due, driver gone
     rows, hint = status_rows(ws)
     assert rows[root]["died_mid_work"] is True
     assert hint == (
@@ -55,7 +55,7 @@ def test_r_scan_10_a_dead_child_gets_its_obituary_and_then_answers_its_goal(
     root = cli_prompt(ws, "lead", "", rec)
     drive(ws, root)
     child = cli_dispatch(ws, root, "build it", "", rec)
-    crash_at(ws, child, "hop.warrant")
+    Inline(ws).crash_at(child, Point.HOP_WARRANT)
     proc = run_cli(["scan", str(ws.root)])
     assert proc.stdout.startswith(f"silent deaths: 1 ({child}); died deposits swept: 1;")
     wait_quiescent(ws)
@@ -68,7 +68,7 @@ def test_r_scan_10_a_dead_child_gets_its_obituary_and_then_answers_its_goal(
 
 def test_r_scan_10_a_kill_between_tool_steps_is_finished_by_the_scan(ws: Workspace) -> None:
     root = cli_prompt(ws, "work\n@tools 3", "", RecordingLauncher())
-    crash_at(ws, root, "drain.listed", hops_before=1)  # one tool step done, two to go
+    Inline(ws).crash_at(root, Point.DRAIN_LISTED, hops_before=1)  # one tool step done, two to go
     run_cli(["scan", str(ws.root)])
     wait_quiescent(ws)
     assert answered(ws, root)
@@ -81,14 +81,14 @@ def test_r_scan_10_crash_loop_guard_gives_up_and_status_says_what_to_do(
     root = cli_prompt(ws, "hello", "", RecordingLauncher())
     tip = None
     for attempt in range(REVIVE_LIMIT):
-        crash_at(ws, root, "hop.warrant")  # every relaunch dies at the same point
+        Inline(ws).crash_at(root, Point.HOP_WARRANT)  # every relaunch dies at the same point
         tip = tip or ws.branch_tip(root)
         rec = RecordingLauncher()
         report = scan(ws, rec, SystemClock())
         assert report.revived == [root], attempt
         assert rec.launches == [(ws.root, root)]
     assert ws.branch_tip(root) == tip  # no progress at all
-    crash_at(ws, root, "hop.warrant")
+    Inline(ws).crash_at(root, Point.HOP_WARRANT)
     rec = RecordingLauncher()
     report = scan(ws, rec, SystemClock())
     assert report.given_up == [root] and report.revived == [] and rec.launches == []

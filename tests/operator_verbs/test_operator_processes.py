@@ -95,7 +95,7 @@ def test_r_scan_5_sigkill_mid_hop_then_scan_deposits_one_died_and_the_parent_del
     )
     assert mark(ws, "returned", child) == tip
     # The revived child takes up its goal again (its model sleeps): stop it there.
-    wait_for(lambda: bool(lock_holder_pids(ws.inbox_dir(child))), "the revived child")
+    poll(lambda: bool(lock_holder_pids(ws.inbox_dir(child))), "the revived child")
     cli_ok("stop", str(ws.root), child)
     wait_quiescent(ws)
     # The launched parent drained the obituary into its transcript: exactly one. The stop's

@@ -1,0 +1,473 @@
+"""The performance budget: every hot path as a ratio to its physical floor, measured in one run.
+
+    python -m benchmarks [--quick] [--json PATH] [--only NAME ...]
+
+Each row times a figure and, in the same run and interleaved with it, the floor
+it is held against (a bare interpreter, a bare durable write, a bare git commit,
+a bare directory listing), so the ratio stays meaningful on a noisy shared
+machine where absolute times do not. Rows without a floor report a throughput or
+a duration against an absolute target. The `lernie` figures run from a regular
+(non-editable) install made into a temporary virtual environment at the start.
+
+A benchmark measures; no test times anything. The table is printed and written
+as JSON (``benchmarks/results.json`` unless ``--json`` says otherwise).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+AGENT = "20260101T000000Z-00000001"
+
+
+@dataclass
+class Row:
+    figure: str
+    value: float
+    unit: str
+    floor: float | None
+    ratio: float | None
+    target: str
+    ok: bool
+    note: str = ""
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("LERNIE_")}
+
+
+def _run_ms(cmd: list[str], env: dict[str, str], cwd: Path | None = None) -> float:
+    start = time.perf_counter()
+    subprocess.run(cmd, check=True, env=env, cwd=cwd, stdout=subprocess.DEVNULL)
+    return (time.perf_counter() - start) * 1000
+
+
+def _interleaved(
+    a: Callable[[], float],
+    b: Callable[[], float],
+    n: int,
+    between: Callable[[], None] | None = None,
+) -> tuple[float, float]:
+    """Medians of ``a`` and ``b``, run alternately ``n`` times each (after one warm-up each)."""
+    a()
+    b()
+    xs: list[float] = []
+    ys: list[float] = []
+    for _ in range(n):
+        xs.append(a())
+        if between:
+            between()
+        ys.append(b())
+    return statistics.median(xs), statistics.median(ys)
+
+
+@contextmanager
+def _regular_install() -> Iterator[Path]:
+    """A throw-away virtual environment with the project installed the regular way."""
+    with tempfile.TemporaryDirectory(prefix="lernie-bench-venv-") as tmp:
+        venv = Path(tmp) / "venv"
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run(
+            [str(venv / "bin" / "pip"), "install", "-q", "--no-deps", str(ROOT)],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        yield venv / "bin" / "python"
+
+
+def _git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def _lib() -> tuple[Any, Any]:
+    """The library's workspace constructor and lock helper, wherever the package keeps them."""
+    try:
+        from lernie_ref.substrate.lock import try_acquire
+        from lernie_ref.substrate.workspace import (
+            create_workspace,
+        )
+    except ImportError:
+        from lernie_ref.lock import try_acquire
+        from lernie_ref.workspace import create_workspace
+    return create_workspace, try_acquire
+
+
+def _new_ws(tmp: Path, agents: int = 1) -> tuple[Any, list[str]]:
+    create_workspace, _ = _lib()
+    ws = create_workspace(tmp / "ws")
+    ids = [f"20260101T000000Z-{i + 1:08x}" for i in range(agents)]
+    for agent in ids:
+        ws.create_root_agent(agent, "bench", "benchmark agent")
+    return ws, ids
+
+
+def _status(python: Path, ws: Path) -> list[dict[str, object]]:
+    out = subprocess.run(
+        [str(python), "-m", "lernie_ref", "status", "--json", str(ws)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    agents: list[dict[str, object]] = json.loads(out)["agents"]
+    return agents
+
+
+def _wait_quiet(python: Path, ws: Path, timeout: float = 60.0, only: str | None = None) -> None:
+    """Block until no driver runs and no mail is pending (outside any timed section)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        agents = [a for a in _status(python, ws) if only is None or a["id"] == only]
+        if not any(a["live"] or a["pending"] for a in agents):
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"workspace not quiet after {timeout} s")
+
+
+# ---------------------------------------------------------------- rows
+
+
+def bench_message(python: Path, n: int) -> list[Row]:
+    """`lernie message` (busy and idle) against `python -c pass` (R-CLI-5)."""
+    _, try_acquire = _lib()
+    env = _env()
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="lernie-bench-") as tmp:
+        ws, ids = _new_ws(Path(tmp), 2)
+        root = ws.root
+        busy, idle = ids
+        lock = try_acquire(ws.inbox_dir(busy))
+        try:
+            msg = [str(python), "-m", "lernie_ref", "message", str(root), busy, "hi"]
+            bare = [str(python), "-c", "pass"]
+            m, b = _interleaved(lambda: _run_ms(msg, env), lambda: _run_ms(bare, env), n)
+        finally:
+            lock.release()
+        rows.append(
+            Row("lernie message, agent busy (ms)", m, "ms", b, m / b, "<= 1.5x", m / b <= 1.5)
+        )
+        spawn = "import os; os.waitpid(os.posix_spawn('/bin/true', ['true'], os.environ), 0)"
+        floor = [str(python), "-c", spawn]
+        msg_idle = [str(python), "-m", "lernie_ref", "message", str(root), idle, "hi"]
+        m, b = _interleaved(
+            lambda: _run_ms(msg_idle, env),
+            lambda: _run_ms(floor, env),
+            n,
+            between=lambda: _wait_quiet(python, root, only=idle),
+        )
+        _wait_quiet(python, root, only=idle)
+        rows.append(
+            Row(
+                "lernie message, agent idle: launch path (ms)",
+                m,
+                "ms",
+                b,
+                m / b,
+                "<= 1.5x",
+                m / b <= 1.5,
+                "floor: python -c pass plus one posix_spawn of true",
+            )
+        )
+    return rows
+
+
+def bench_deposit(n: int) -> list[Row]:
+    """In-process durable deposits against a bare write+fsync+link+directory-fsync loop."""
+    from lernie_ref.inbox import deposit
+
+    with tempfile.TemporaryDirectory(prefix="lernie-bench-") as tmp:
+        ws, ids = _new_ws(Path(tmp))
+        root = ws.root
+        bare_dir = Path(tmp) / "bare"
+        bare_dir.mkdir()
+        counter = iter(range(10**9))
+
+        def lib() -> float:
+            start = time.perf_counter()
+            for _ in range(n):
+                deposit(root, ids[0], "user", "hello")
+            return (time.perf_counter() - start) / n * 1e6
+
+        def bare() -> float:
+            start = time.perf_counter()
+            dfd = os.open(bare_dir, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                for _ in range(n):
+                    i = next(counter)
+                    tmpname = bare_dir / f".t{i}"
+                    fd = os.open(tmpname, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                    os.write(fd, b"---\nfrom: user\n---\nhello\n")
+                    os.fsync(fd)
+                    os.close(fd)
+                    os.link(tmpname, bare_dir / f"user-{i:03d}.md")
+                    os.unlink(tmpname)
+                    os.fsync(dfd)
+            finally:
+                os.close(dfd)
+            return (time.perf_counter() - start) / n * 1e6
+
+        a, b = _interleaved(lib, bare, 3)
+    return [
+        Row("deposit, durable, in-process (us/deposit)", a, "us", b, a / b, "<= 1.3x", a / b <= 1.3)
+    ]
+
+
+def bench_drain(python: Path, count: int) -> list[Row]:
+    """A hop that drains ``count`` pending messages, per message, against one bare git commit."""
+    from lernie_ref.inbox import deposit
+
+    env = _env()
+    with tempfile.TemporaryDirectory(prefix="lernie-bench-") as tmp:
+        ws, ids = _new_ws(Path(tmp))
+        root = ws.root
+        for i in range(count):
+            deposit(root, ids[0], "user", f"message {i}")
+        per_msg = _run_ms([str(python), "-m", "lernie_ref", "advance", str(root), ids[0]], env)
+        per_msg /= count
+        repo = Path(tmp) / "bare-repo"
+        repo.mkdir()
+        _git(repo, "init", "-q")
+        _git(repo, "config", "user.name", "b")
+        _git(repo, "config", "user.email", "b@b")
+        samples = []
+        for i in range(30):
+            (repo / f"{i:03d}-user.md").write_text("hello\n")
+            start = time.perf_counter()
+            _git(repo, "add", f"{i:03d}-user.md")
+            _git(repo, "commit", "-q", "-m", f"m{i}")
+            samples.append((time.perf_counter() - start) * 1000)
+        floor = statistics.median(samples)
+    return [
+        Row(
+            f"drain of {count} pending, per message (ms)",
+            per_msg,
+            "ms",
+            floor,
+            per_msg / floor,
+            "<= 2x",
+            per_msg / floor <= 2.0,
+            "floor: git add + git commit of one file",
+        )
+    ]
+
+
+def bench_owes(entries: int) -> list[Row]:
+    """`owes_a_reply` on a long transcript against scandir plus reading the window's files."""
+    from lernie_ref.reply_debt import owes_a_reply, read_entries
+
+    with tempfile.TemporaryDirectory(prefix="lernie-bench-") as tmp:
+        wt = Path(tmp) / "wt"
+        msgs = wt / "messages"
+        msgs.mkdir(parents=True)
+        answer = b'{"content":[{"type":"text","text":"ok"}]}'
+        for seq in range(1, entries + 1):
+            if seq % 2:
+                (msgs / f"{seq:03d}-user.md").write_bytes(b"---\nfrom: user\n---\nhello\n")
+            else:
+                (msgs / f"{seq:03d}-scripted.json").write_bytes(answer)
+        window = [
+            msgs / f"{s:03d}-{'user.md' if s % 2 else 'scripted.json'}"
+            for s in range(entries - 2, entries + 1)
+        ]
+
+        def lib() -> float:
+            start = time.perf_counter()
+            owes_a_reply(read_entries(wt), AGENT)
+            return (time.perf_counter() - start) * 1000
+
+        def floor() -> float:
+            start = time.perf_counter()
+            with os.scandir(msgs) as it:
+                names = [e.name for e in it]
+            assert names
+            for path in window:
+                path.read_bytes()
+            return (time.perf_counter() - start) * 1000
+
+        a, b = _interleaved(lib, floor, 5)
+    return [
+        Row(
+            f"owes_a_reply on {entries:,} entries (ms)",
+            a,
+            "ms",
+            b,
+            a / b,
+            "<= 2x",
+            a / b <= 2.0,
+            "floor: scandir of messages/ plus reading the window's files",
+        )
+    ]
+
+
+def bench_operator(python: Path, agents: int) -> list[Row]:
+    """`lernie scan` and `lernie status` over many agents against listing refs and inboxes."""
+    env = _env()
+    with tempfile.TemporaryDirectory(prefix="lernie-bench-") as tmp:
+        ws, _ = _new_ws(Path(tmp), agents)
+        root = ws.root
+        repo = root / "repo.git"
+
+        def listing() -> float:
+            start = time.perf_counter()
+            subprocess.run(
+                ["git", "for-each-ref", "--format=%(refname)"],
+                cwd=repo,
+                check=True,
+                capture_output=True,
+            )
+            for inbox in (root / "inbox").iterdir():
+                list(os.scandir(inbox))
+            return (time.perf_counter() - start) * 1000
+
+        rows = []
+        for verb in ("scan", "status"):
+            cmd = [str(python), "-m", "lernie_ref", verb, str(root)]
+            a, b = _interleaved(lambda cmd=cmd: _run_ms(cmd, env), listing, 5)
+            rows.append(
+                Row(
+                    f"lernie {verb} on {agents:,} agents (ms)",
+                    a,
+                    "ms",
+                    b,
+                    a / b,
+                    "<= 3x",
+                    a / b <= 3.0,
+                    "floor: git for-each-ref plus listing inboxes",
+                )
+            )
+    return rows
+
+
+def bench_explorer() -> list[Row]:
+    """Explorer throughput on the default worlds (states per second)."""
+    from lernie_spec.check import run
+    from lernie_spec.variants import BY_NAME
+
+    start = time.perf_counter()
+    outcome = run(BY_NAME["reference"], quiet=True)
+    seconds = time.perf_counter() - start
+    states = outcome.states
+    rate = states / outcome.seconds if outcome.seconds else 0.0
+    return [
+        Row(
+            "explorer throughput, default worlds (states/s)",
+            rate,
+            "states/s",
+            None,
+            None,
+            ">= 100,000",
+            rate >= 100_000,
+            f"{states:,} states in {seconds:.1f} s",
+        ),
+        Row(
+            "explorer default run (s)",
+            seconds,
+            "s",
+            None,
+            None,
+            "<= 15 s",
+            seconds <= 15.0,
+            "symmetry reduction: not implemented",
+        ),
+    ]
+
+
+def bench_exchange(python: Path, messages: int) -> list[Row]:
+    """End to end: ``messages`` operator messages into a two-agent exchange with real drivers."""
+    env = _env()
+    with tempfile.TemporaryDirectory(prefix="lernie-bench-") as tmp:
+        ws, ids = _new_ws(Path(tmp), 2)
+        root = ws.root
+        start = time.perf_counter()
+        for i in range(messages):
+            subprocess.run(
+                [str(python), "-m", "lernie_ref", "message", str(root), ids[i % 2], f"message {i}"],
+                check=True,
+                env=env,
+                stdout=subprocess.DEVNULL,
+            )
+        _wait_quiet(python, root, timeout=600)
+        seconds = time.perf_counter() - start
+        msgs = [root / "agents" / a / "messages" for a in ids]
+        hops = sum(1 for d in msgs if d.is_dir() for p in d.iterdir() if p.suffix == ".json")
+    per = seconds / hops if hops else float("nan")
+    return [
+        Row(
+            f"{messages}-message exchange, two agents, scripted model (s)",
+            seconds,
+            "s",
+            None,
+            None,
+            "report",
+            True,
+            f"model calls {hops}, {per:.3f} s per model call",
+        )
+    ]
+
+
+# ---------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run)")
+    parser.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results.json")
+    parser.add_argument("--only", nargs="*", default=None, help="row groups to run")
+    args = parser.parse_args(argv)
+    q = args.quick
+    groups: dict[str, Callable[[Path], list[Row]]] = {
+        "message": lambda py: bench_message(py, 5 if q else 21),
+        "deposit": lambda py: bench_deposit(50 if q else 300),
+        "drain": lambda py: bench_drain(py, 50 if q else 1000),
+        "owes": lambda py: bench_owes(2_000 if q else 100_000),
+        "operator": lambda py: bench_operator(py, 20 if q else 1000),
+        "explorer": lambda py: bench_explorer(),
+        "exchange": lambda py: bench_exchange(py, 10 if q else 100),
+    }
+    chosen = args.only or list(groups)
+    rows: list[Row] = []
+    with _regular_install() as python:
+        for name in chosen:
+            rows.extend(groups[name](python))
+    width = max(len(r.figure) for r in rows)
+    print(f"{'figure':<{width}}  {'value':>10}  {'floor':>10}  {'ratio':>6}  {'target':>10}  ok")
+    for r in rows:
+        floor = f"{r.floor:10.2f}" if r.floor is not None else f"{'-':>10}"
+        ratio = f"{r.ratio:6.2f}" if r.ratio is not None else f"{'-':>6}"
+        print(
+            f"{r.figure:<{width}}  {r.value:10.2f}  {floor}  {ratio}  {r.target:>10}  "
+            f"{'pass' if r.ok else 'FAIL'}" + (f"  ({r.note})" if r.note else "")
+        )
+    meta = {
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": f"{os.cpu_count()} cores, {platform.machine()}, "
+        f"Python {platform.python_version()}",
+        "git": shutil.which("git") is not None,
+        "quick": q,
+    }
+    args.json.write_text(json.dumps({"meta": meta, "rows": [asdict(r) for r in rows]}, indent=2))
+    print(f"written: {args.json.name}")
+    return 0 if all(r.ok for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

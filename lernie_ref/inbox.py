@@ -7,19 +7,20 @@ launchers in :mod:`lernie_ref.substrate.launcher`, probe-and-launch in
 The library functions there take their clock and git runner as required arguments;
 this face, like the CLI, is an edge, and fills in the system clock and git when a
 caller passes none.
+
+``lernie message`` goes through this face, so it loads nothing heavy: ``Epitaph``
+(an ``enum``) is loaded on first use, and git only when a result is deposited
+(R-CLI-5).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING
-
 from lernie_ref.actors import writer
 from lernie_ref.actors.probe import ProbeOutcome, probe_actor, probe_and_launch
 from lernie_ref.actors.writer import resolve_cli_sender
-from lernie_ref.core.clock import Clock, SystemClock
+from lernie_ref.core.clock import SystemClock
 from lernie_ref.core.ids import parent_of
-from lernie_ref.core.vocab import CONV_BRANCH_ENV, INBOX_DIR, USER_SENDER, Epitaph
+from lernie_ref.core.names import CONV_BRANCH_ENV, INBOX_DIR, USER_SENDER
 from lernie_ref.substrate import deposit as _deposit
 from lernie_ref.substrate.deposit import (
     Pending,
@@ -28,11 +29,27 @@ from lernie_ref.substrate.deposit import (
     inbox_dir,
     pending,
 )
-from lernie_ref.substrate.gitrun import GitRunner, SubprocessGit
 from lernie_ref.substrate.launcher import AdvanceLauncher, Launcher, RecordingLauncher
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from lernie_ref.core.clock import Clock
+    from lernie_ref.core.vocab import Epitaph as Epitaph
+    from lernie_ref.substrate.deposit import P
+    from lernie_ref.substrate.gitrun import GitRunner
+    from lernie_ref.substrate.registry import Registry
     from lernie_ref.substrate.workspace import Workspace
+
+
+def __getattr__(name: str) -> object:
+    """``Epitaph`` (an ``enum``) is loaded on first use."""
+    if name == "Epitaph":
+        from lernie_ref.core.vocab import Epitaph
+
+        return Epitaph
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "CONV_BRANCH_ENV",
@@ -61,7 +78,7 @@ __all__ = [
 ]
 
 
-def deposit(ws: Path, agent_id: str, sender: str, content: str, clock: Clock | None = None) -> Path:
+def deposit(ws: P, agent_id: str, sender: str, content: str, clock: Clock | None = None) -> P:
     """R-DEP-4: a plain message from ``sender`` into ``agent_id``'s inbox (create-only)."""
     return _deposit.deposit(ws, agent_id, sender, content, clock or SystemClock())
 
@@ -79,7 +96,7 @@ def deposit_result(
     """R-DEP-5: ``child``'s result into ``recipient``'s inbox, then its returned mark."""
     return _deposit.deposit_result(
         ws, recipient, child, epitaph, terminal_ref, response,
-        clock or SystemClock(), git or SubprocessGit(),
+        clock or SystemClock(), git or _subprocess_git(),
     )  # fmt: skip
 
 
@@ -94,12 +111,18 @@ def deposit_child_result(
 ) -> Path | None:
     """R-ADDR-1: ``child``'s result into its parent's inbox; ``None`` for a root."""
     return _deposit.deposit_child_result(
-        ws, child, epitaph, terminal_ref, response, clock or SystemClock(), git or SubprocessGit()
+        ws, child, epitaph, terminal_ref, response, clock or SystemClock(), git or _subprocess_git()
     )
 
 
+def _subprocess_git() -> GitRunner:
+    from lernie_ref.substrate.gitrun import SubprocessGit
+
+    return SubprocessGit()
+
+
 def cli_message(
-    ws: Workspace,
+    ws: Registry,
     agent: str,
     content: str,
     sender: str,

@@ -102,19 +102,22 @@ class Inline:
         return result
 
     def crash_at(
-        self, agent: str, point: Point, *, hops_before: int = 0, detail: str | None = None
+        self, agent: str, point: str, *, hops_before: int = 0, detail: str | None = None
     ) -> None:
         """Drive ``agent`` and die right after ``point`` in the hop that follows
-        ``hops_before`` hops of its chain; ``detail`` narrows the point."""
+        ``hops_before`` hops of its chain; ``point`` is one of :class:`Point`'s names and
+        ``detail`` narrows it."""
+        if point not in Point.ALL:
+            raise ValueError(f"{point!r} is not a protocol point (Point.ALL)")
         acquired = 0
 
         def die(passed: Passed) -> bool:
             nonlocal acquired
-            if passed.name is Point.HOP_ACQUIRED:
+            if passed.name == Point.HOP_ACQUIRED:
                 acquired += 1
             return (
                 acquired == hops_before + 1
-                and passed.name is point
+                and passed.name == point
                 and (detail is None or passed.detail == detail)
             )
 

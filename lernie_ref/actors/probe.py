@@ -8,23 +8,43 @@ goes through here or the exit protocol's self-launch (funded launches, I-8).
 
 from __future__ import annotations
 
-from enum import Enum
-from pathlib import Path
-
-from lernie_ref.core.actor import Actor, Passed, run
+from lernie_ref.core.actor import Passed, run
 from lernie_ref.core.errors import LaunchError, LockError, ProbeError
-from lernie_ref.core.vocab import Point
+from lernie_ref.core.names import Point
 from lernie_ref.substrate.deposit import inbox_dir
-from lernie_ref.substrate.launcher import Launcher
 from lernie_ref.substrate.lock import try_acquire
 
+TYPE_CHECKING = False  # enum, typing and pathlib stay off the message path (R-CLI-5)
+if TYPE_CHECKING:
+    from typing import ClassVar
 
-class ProbeOutcome(Enum):
-    LAUNCHED = "launched"
-    BUSY = "busy"
+    from lernie_ref.core.actor import Actor
+    from lernie_ref.substrate.deposit import P
+    from lernie_ref.substrate.launcher import Launcher
 
 
-def probe_actor(ws: Path, agent_id: str, launcher: Launcher) -> Actor[ProbeOutcome]:
+class ProbeOutcome:
+    """What a probe found: :attr:`LAUNCHED` (the lock was free) or :attr:`BUSY`.
+
+    Two singletons compared with ``is``, written by hand instead of an ``Enum``.
+    """
+
+    __slots__ = ("value",)
+    LAUNCHED: ClassVar[ProbeOutcome]
+    BUSY: ClassVar[ProbeOutcome]
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"<ProbeOutcome.{self.value.upper()}: {self.value!r}>"
+
+
+ProbeOutcome.LAUNCHED = ProbeOutcome("launched")
+ProbeOutcome.BUSY = ProbeOutcome("busy")
+
+
+def probe_actor(ws: P, agent_id: str, launcher: Launcher) -> Actor[ProbeOutcome]:
     """R-PROBE-1: try-acquire; free → release *then* launch (LAUNCHED); held → BUSY.
 
     Points: ``Point.PROBE_BUSY``; or ``Point.PROBE_ACQUIRED``, ``Point.PROBE_RELEASED``,
@@ -43,17 +63,17 @@ def probe_actor(ws: Path, agent_id: str, launcher: Launcher) -> Actor[ProbeOutco
     finally:
         lock.release()
     yield Passed(Point.PROBE_RELEASED, agent_id)
-    launcher.launch(Path(ws), agent_id)
+    launcher.launch(ws, agent_id)
     yield Passed(Point.PROBE_LAUNCHED, agent_id)
     return ProbeOutcome.LAUNCHED
 
 
-def probe_and_launch(ws: Path, agent_id: str, launcher: Launcher) -> ProbeOutcome:
+def probe_and_launch(ws: P, agent_id: str, launcher: Launcher) -> ProbeOutcome:
     """R-PROBE-1: :func:`probe_actor` run straight through."""
     return run(probe_actor(ws, agent_id, launcher))
 
 
-def writer_probe_actor(ws: Path, agent_id: str, launcher: Launcher) -> Actor[ProbeOutcome]:
+def writer_probe_actor(ws: P, agent_id: str, launcher: Launcher) -> Actor[ProbeOutcome]:
     """R-PROBE-2: a writer's probe; lock and launch failures read ``probe executor lock: {io}``.
 
     Points: those of :func:`probe_actor`: ``Point.PROBE_BUSY``, ``Point.PROBE_ACQUIRED``,

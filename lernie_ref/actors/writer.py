@@ -12,18 +12,19 @@ and the ones every run passes; ``tests/driver/test_points.py`` checks both on re
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from lernie_ref.actors.probe import ProbeOutcome, writer_probe_actor
-from lernie_ref.core.actor import Actor, run
-from lernie_ref.core.clock import Clock
+from lernie_ref.core.actor import run
 from lernie_ref.core.errors import UsageError
 from lernie_ref.core.ids import require_agent_id
-from lernie_ref.core.vocab import USER_SENDER
+from lernie_ref.core.names import USER_SENDER
 from lernie_ref.substrate.deposit import deposit_actor
-from lernie_ref.substrate.launcher import Launcher
 
+TYPE_CHECKING = False  # typing stays off the message path (R-CLI-5)
 if TYPE_CHECKING:
+    from lernie_ref.core.actor import Actor
+    from lernie_ref.core.clock import Clock
+    from lernie_ref.substrate.launcher import Launcher
+    from lernie_ref.substrate.registry import Registry
     from lernie_ref.substrate.workspace import Workspace
 
 MESSAGE_REASON = "a message is addressed to an existing agent, by id or unique name (ARCH §2.11)"
@@ -48,7 +49,7 @@ def resolve_cli_sender(value: str | None) -> str:
 
 
 def message_actor(
-    ws: Workspace, agent: str, content: str, sender: str, launcher: Launcher, clock: Clock
+    ws: Registry, agent: str, content: str, sender: str, launcher: Launcher, clock: Clock
 ) -> Actor[ProbeOutcome]:
     """R-PROBE-4: id guard, name resolution, workspace and existence guards, deposit, probe.
 
@@ -122,7 +123,7 @@ def prompt_actor(
 
 
 def message(
-    ws: Workspace, agent: str, content: str, sender: str, launcher: Launcher, clock: Clock
+    ws: Registry, agent: str, content: str, sender: str, launcher: Launcher, clock: Clock
 ) -> ProbeOutcome:
     """:func:`message_actor` run straight through."""
     return run(message_actor(ws, agent, content, sender, launcher, clock))

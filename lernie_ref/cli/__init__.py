@@ -6,17 +6,25 @@ Each verb lives in ``lernie_ref.cli.<verb>`` with ``configure(parser)`` and
 :class:`~lernie_ref.core.errors.LernieError` into one stderr line
 ``lernie <verb>: <message>`` and exit 1 (a :class:`UsageError` exits 2); a
 returned string is the verb's one product and goes to stdout (R-CLI-1, R-CLI-2).
+
+``lernie message <ws> <agent> <content>`` in its plain form (three positional
+arguments, none starting with ``-``) skips ``argparse``: :func:`_plain_message` hands
+the verb the same three values argparse would, so outputs, errors and exit codes
+are the same; anything else (an option, ``--``, a missing or extra argument) goes
+through the parser (R-CLI-5).
 """
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import sys
-from collections.abc import Sequence
 
 from lernie_ref import __version__
 from lernie_ref.core.errors import LernieError
+
+TYPE_CHECKING = False  # argparse and typing stay off the message path (R-CLI-5)
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Sequence
 
 VERBS: dict[str, str] = {
     "new": "create a workspace",
@@ -31,7 +39,31 @@ VERBS: dict[str, str] = {
 }
 
 
+class _MessageArgs:
+    """The values argparse would give ``lernie message`` in its plain form."""
+
+    verb = "message"
+
+    def __init__(self, workspace: str, agent: str, content: str) -> None:
+        self.workspace = workspace
+        self.agent = agent
+        self.content = content
+
+
+def _plain_message(args: list[str]) -> _MessageArgs | None:
+    """``message <ws> <agent> <content>`` with no argument that argparse could read as an
+    option; ``None`` for every other command line."""
+    if len(args) != 4 or args[0] != "message":
+        return None
+    if any(a.startswith("-") for a in args):
+        return None
+    return _MessageArgs(args[1], args[2], args[3])
+
+
 def _parser(selected: str | None) -> argparse.ArgumentParser:
+    import argparse
+    import importlib
+
     parser = argparse.ArgumentParser(
         prog="lernie",
         description="Run agents that talk through inbox directories in a git-backed workspace.",
@@ -47,12 +79,21 @@ def _parser(selected: str | None) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    selected = next((a for a in args if not a.startswith("-")), None)
-    if selected not in VERBS:
-        selected = None
-    ns = _parser(selected).parse_args(args)
-    verb: str = ns.verb
-    module = importlib.import_module(f"lernie_ref.cli.{verb}")
+    plain = _plain_message(args)
+    if plain is not None:
+        from lernie_ref.cli import message as module
+
+        verb = plain.verb
+        ns: argparse.Namespace | _MessageArgs = plain
+    else:
+        import importlib
+
+        selected = next((a for a in args if not a.startswith("-")), None)
+        if selected not in VERBS:
+            selected = None
+        ns = _parser(selected).parse_args(args)
+        verb = ns.verb
+        module = importlib.import_module(f"lernie_ref.cli.{verb}")
     try:
         product: str | None = module.run(ns)
     except LernieError as exc:

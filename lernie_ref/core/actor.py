@@ -11,24 +11,44 @@ path: the scheduler only decides *when* the next step runs, never *what* it does
 
 from __future__ import annotations
 
-from collections.abc import Generator
-from typing import Generic, NamedTuple, TypeVar
+TYPE_CHECKING = False  # ``typing`` stays off the message path (R-CLI-5)
+if TYPE_CHECKING:
+    from collections.abc import Generator
+    from typing import TypeAlias, TypeVar
 
-from lernie_ref.core.vocab import Point
+    from lernie_ref.core.stepper import Stepper as Stepper
 
-R = TypeVar("R")
-
-
-class Passed(NamedTuple):
-    """A protocol point just passed: ``name`` is a :class:`~lernie_ref.core.vocab.Point`
-    (``"<actor>.<step>"``, e.g. ``deposit.published``), with the agent it concerns."""
-
-    name: Point
-    agent: str = ""
-    detail: str = ""
+    R = TypeVar("R")
+    Actor: TypeAlias = Generator["Passed", None, R]
 
 
-Actor = Generator[Passed, None, R]
+class Passed(tuple[str, str, str]):
+    """A protocol point just passed: ``name`` is a :class:`~lernie_ref.core.names.Point`
+    (``"<actor>.<step>"``, e.g. ``deposit.published``), with the agent it concerns.
+
+    A named triple ``(name, agent, detail)``, written by hand so that importing it costs
+    no ``typing``/``collections``.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, name: str, agent: str = "", detail: str = "") -> Passed:
+        return tuple.__new__(cls, (name, agent, detail))
+
+    @property
+    def name(self) -> str:
+        return self[0]
+
+    @property
+    def agent(self) -> str:
+        return self[1]
+
+    @property
+    def detail(self) -> str:
+        return self[2]
+
+    def __repr__(self) -> str:
+        return f"Passed(name={self[0]!r}, agent={self[1]!r}, detail={self[2]!r})"
 
 
 def run(actor: Actor[R]) -> R:
@@ -40,47 +60,19 @@ def run(actor: Actor[R]) -> R:
             return stop.value  # type: ignore[no-any-return]
 
 
-class Stepper(Generic[R]):
-    """Drive one actor point by point (tests and the refinement scheduler).
+def __getattr__(name: str) -> object:
+    """``Actor`` and ``Stepper`` need ``typing``, which the message path does not load
+    (R-CLI-5): both are made on first use. ``Stepper`` lives in
+    :mod:`lernie_ref.core.stepper`."""
+    if name == "Stepper":
+        from lernie_ref.core.stepper import Stepper
 
-    ``points`` records every point passed, in order.
-    """
+        return Stepper
+    if name == "Actor":
+        from collections.abc import Generator
+        from typing import TypeVar
 
-    def __init__(self, actor: Actor[R]) -> None:
-        self._actor = actor
-        self.points: list[Passed] = []
-        self.done = False
-        self._result: R | None = None
-
-    def step(self) -> Passed | None:
-        """Run to the next point; ``None`` once the actor has returned."""
-        if self.done:
-            return None
-        try:
-            point = next(self._actor)
-        except StopIteration as stop:
-            self.done = True
-            self._result = stop.value
-            return None
-        self.points.append(point)
-        return point
-
-    def run_to(self, name: Point) -> Passed:
-        """Step until the point ``name`` has been passed; error if the actor ends first."""
-        while True:
-            point = self.step()
-            if point is None:
-                raise AssertionError(f"actor ended before reaching point {name!r}")
-            if point.name == name:
-                return point
-
-    def finish(self) -> R:
-        while not self.done:
-            self.step()
-        return self._result  # type: ignore[return-value]
-
-    @property
-    def result(self) -> R:
-        if not self.done:
-            raise AssertionError("actor has not finished")
-        return self._result  # type: ignore[return-value]
+        alias: object = Generator[Passed, None, TypeVar("R")]  # type: ignore[misc]
+        globals()["Actor"] = alias
+        return alias
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

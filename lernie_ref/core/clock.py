@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import time
-from typing import Protocol
+
+TYPE_CHECKING = False  # ``typing`` stays off the message path (R-CLI-5)
+if TYPE_CHECKING:
+    from typing import Protocol
+else:
+    Protocol = object
 
 
 class Clock(Protocol):

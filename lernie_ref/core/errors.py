@@ -8,7 +8,9 @@ upstream's where upstream is exact (spec/SPEC.md, "Exact strings").
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+TYPE_CHECKING = False  # no collections.abc on the message path (R-CLI-5)
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 
 def debug_quote(s: str) -> str:

@@ -11,7 +11,6 @@ transcript names), never from ``from:``.
 from __future__ import annotations
 
 from lernie_ref.core.ids import parent_of
-from lernie_ref.core.vocab import PARKED_EPITAPHS
 
 U32_MAX = 0xFFFFFFFF
 
@@ -299,6 +298,8 @@ def deposit_warrants_launch(body: str | None) -> bool:
     post: __return__ or terminal_ref_of(body or "") is not None
     post: __return__ == (body is None or terminal_ref_of(body) is None or split_frontmatter(body)[0] not in ("stopped", "budget-exhausted"))
     """  # noqa: E501
+    from lernie_ref.core.vocab import PARKED_EPITAPHS  # enum stays off the message path
+
     if body is None or terminal_ref_of(body) is None:
         return True
     epitaph, _ = split_frontmatter(body)

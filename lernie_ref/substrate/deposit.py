@@ -13,13 +13,10 @@ another process could observe; production runs them straight through.
 
 from __future__ import annotations
 
-import contextlib
 import os
-from pathlib import Path
-from typing import NamedTuple
 
-from lernie_ref.core.actor import Actor, Passed, run
-from lernie_ref.core.clock import Clock, iso_stamp
+from lernie_ref.core.actor import Passed, run
+from lernie_ref.core.clock import iso_stamp
 from lernie_ref.core.errors import DepositError, LernieError, NotASender, io_text
 from lernie_ref.core.frontmatter import (
     deposit_name,
@@ -30,22 +27,62 @@ from lernie_ref.core.frontmatter import (
     seq_text,
 )
 from lernie_ref.core.ids import parent_of, require_agent_id
-from lernie_ref.core.vocab import INBOX_DIR, REPO_DIR, RETURNED_REF_PREFIX, Epitaph, Point
-from lernie_ref.substrate.gitrun import GitRunner
+from lernie_ref.core.names import INBOX_DIR, REPO_DIR, Point
+
+TYPE_CHECKING = False  # typing and pathlib stay off the message path (R-CLI-5)
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import TypeVar
+
+    from lernie_ref.core.actor import Actor
+    from lernie_ref.core.clock import Clock
+    from lernie_ref.core.vocab import Epitaph
+    from lernie_ref.substrate.gitrun import GitRunner
+
+    P = TypeVar("P", bound=str | Path)
+    """A workspace path: a ``Path`` in the library, the root's text on the CLI's message
+    path. Paths built from it keep its type."""
 
 
-def inbox_dir(ws: Path, agent_id: str) -> Path:
+def _join(base: P, *parts: str) -> P:
+    return type(base)(os.path.join(base, *parts))
+
+
+def inbox_dir(ws: P, agent_id: str) -> P:
     """R-DEP-1: ``<ws>/inbox/<agent_id>/``, the deposit target and the lock's home."""
-    return Path(ws) / INBOX_DIR / agent_id
+    return _join(ws, INBOX_DIR, agent_id)
 
 
-class Pending(NamedTuple):
-    """One pending deposit: an accepted name (R-DEP-9) with its mtime in ns."""
+class Pending(tuple[str, int, "Path", str]):
+    """One pending deposit ``(name, mtime_ns, path, sender)``: an accepted name (R-DEP-9)
+    with its mtime in ns. A named 4-tuple written by hand (no ``typing`` import)."""
 
-    name: str
-    mtime_ns: int
-    path: Path
-    sender: str
+    __slots__ = ()
+
+    def __new__(cls, name: str, mtime_ns: int, path: Path, sender: str) -> Pending:
+        return tuple.__new__(cls, (name, mtime_ns, path, sender))
+
+    @property
+    def name(self) -> str:
+        return self[0]
+
+    @property
+    def mtime_ns(self) -> int:
+        return self[1]
+
+    @property
+    def path(self) -> Path:
+        return self[2]
+
+    @property
+    def sender(self) -> str:
+        return self[3]
+
+    def __repr__(self) -> str:
+        return (
+            f"Pending(name={self[0]!r}, mtime_ns={self[1]!r}, path={self[2]!r}, "
+            f"sender={self[3]!r})"
+        )
 
 
 def pending(inbox: Path) -> list[Pending]:
@@ -54,6 +91,8 @@ def pending(inbox: Path) -> list[Pending]:
     A name that vanishes between the listing and its stat (delivered meanwhile) is
     skipped; an unreadable mtime counts as the epoch, like upstream.
     """
+    from pathlib import Path
+
     try:
         names = os.listdir(inbox)
     except FileNotFoundError:
@@ -75,7 +114,7 @@ def pending(inbox: Path) -> list[Pending]:
     return out
 
 
-def _fsync_dir(directory: Path) -> None:
+def _fsync_dir(directory: str | Path) -> None:
     fd = os.open(directory, os.O_RDONLY | os.O_CLOEXEC)
     try:
         os.fsync(fd)
@@ -83,7 +122,7 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def _publish_actor(ws: Path, recipient: str, sender: str, body: bytes) -> Actor[Path]:
+def _publish_actor(ws: P, recipient: str, sender: str, body: bytes) -> Actor[P]:
     """R-DEP-1/2/6/7: create-only, durable publication of ``body`` from ``sender``."""
     require_agent_id(recipient)
     require_agent_id(sender)  # the sender is a path component too (R-WS-7)
@@ -98,7 +137,8 @@ def _publish_actor(ws: Path, recipient: str, sender: str, body: bytes) -> Actor[
     seq = next_sequence(names, sender)
     yield Passed(Point.DEPOSIT_LISTED, recipient, deposit_name(sender, seq))
 
-    temp = directory / f".{sender}-{seq_text(seq)}.md.{os.urandom(6).hex()}.tmp"
+    temp_name = f".{sender}-{seq_text(seq)}.md.{os.urandom(6).hex()}.tmp"
+    temp = _join(directory, temp_name)
     try:
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
     except OSError as exc:  # never unlink a name this writer did not create
@@ -117,18 +157,19 @@ def _publish_actor(ws: Path, recipient: str, sender: str, body: bytes) -> Actor[
         raise DepositError.io(temp, exc) from None
 
     try:
-        yield Passed(Point.DEPOSIT_TEMP_WRITTEN, recipient, temp.name)
+        yield Passed(Point.DEPOSIT_TEMP_WRITTEN, recipient, temp_name)
         while True:
-            final = directory / deposit_name(sender, seq)
+            final_name = deposit_name(sender, seq)
+            final = _join(directory, final_name)
             try:
                 os.link(temp, final)
                 break
             except FileExistsError:
-                yield Passed(Point.DEPOSIT_COLLIDED, recipient, final.name)
+                yield Passed(Point.DEPOSIT_COLLIDED, recipient, final_name)
                 seq += 1
             except OSError as exc:
                 raise DepositError.io(final, exc) from None
-        yield Passed(Point.DEPOSIT_PUBLISHED, recipient, final.name)
+        yield Passed(Point.DEPOSIT_PUBLISHED, recipient, final_name)
     except BaseException:
         _unlink_quietly(temp)
         raise
@@ -140,14 +181,14 @@ def _publish_actor(ws: Path, recipient: str, sender: str, body: bytes) -> Actor[
     return final
 
 
-def _unlink_quietly(path: Path) -> None:
-    with contextlib.suppress(OSError):
+def _unlink_quietly(path: str | Path) -> None:
+    try:  # noqa: SIM105 (contextlib stays off the message path)
         os.unlink(path)
+    except OSError:
+        pass
 
 
-def deposit_actor(
-    ws: Path, agent_id: str, sender: str, content: str, clock: Clock
-) -> Actor[Path]:
+def deposit_actor(ws: P, agent_id: str, sender: str, content: str, clock: Clock) -> Actor[P]:
     """R-DEP-4: deposit a plain message from ``sender`` into ``agent_id``'s inbox.
 
     Points: ``deposit.listed``, ``deposit.temp-written``, (``deposit.collided``)*,
@@ -155,10 +196,10 @@ def deposit_actor(
     """
     iso = iso_stamp(clock.now_ns())
     body = render_plain(sender, iso, content)
-    return (yield from _publish_actor(Path(ws), agent_id, sender, body))
+    return (yield from _publish_actor(ws, agent_id, sender, body))
 
 
-def deposit(ws: Path, agent_id: str, sender: str, content: str, clock: Clock) -> Path:
+def deposit(ws: P, agent_id: str, sender: str, content: str, clock: Clock) -> P:
     """R-DEP-4/6/7: :func:`deposit_actor` run straight through."""
     return run(deposit_actor(ws, agent_id, sender, content, clock))
 
@@ -178,6 +219,10 @@ def deposit_result_actor(
     Points: those of a deposit, then ``deposit.marked``. A mark failure raises
     ``mark refs/lernie/returned/<child>: …`` and leaves the file in place.
     """
+    from pathlib import Path
+
+    from lernie_ref.core.vocab import RETURNED_REF_PREFIX
+
     iso = iso_stamp(clock.now_ns())
     body = render_result(child, iso, str(epitaph), terminal_ref, response)
     path = yield from _publish_actor(Path(ws), recipient, child, body)

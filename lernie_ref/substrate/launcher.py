@@ -1,28 +1,73 @@
 """Launching a driver (R-LAUNCH): the :class:`Launcher` protocol, the production launcher
 that starts ``lernie advance`` detached, and a recording launcher that starts nothing.
+
+The production launcher uses ``os.posix_spawn`` rather than ``subprocess``: it is on
+the ``lernie message`` path, where ``subprocess`` (and the modules it loads) would cost
+more than the spawn itself (R-CLI-5).
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Protocol
 
 from lernie_ref.core.errors import LaunchError, io_text
 from lernie_ref.core.ids import require_agent_id
-from lernie_ref.core.vocab import DRIVER_LOG, LOCK_FD_ENV, STEPS_DIR
+from lernie_ref.core.names import DRIVER_LOG, LOCK_FD_ENV, STEPS_DIR
+
+TYPE_CHECKING = False  # typing and pathlib stay off the message path (R-CLI-5)
+if TYPE_CHECKING:
+    import signal as _signal
+    from collections.abc import Callable, Sequence
+    from pathlib import Path
+    from typing import Protocol
+else:
+    import _signal  # the C module underneath ``signal``, which would load ``enum``
+
+    Protocol = object
 
 
 class Launcher(Protocol):
     """R-LAUNCH-1: start a driver for ``agent_id``; never wait; raise LaunchError on failure."""
 
-    def launch(self, ws: Path, agent_id: str) -> None: ...
+    def launch(self, ws: str | Path, agent_id: str) -> None: ...
 
 
-_LAUNCHED: list[subprocess.Popen[bytes]] = []
+_LAUNCHED: list[int] = []
+"""Pids of drivers this process started and has not reaped yet."""
+
+
+def _inherited_fds(keep: int) -> list[int]:
+    """Descriptors above 2 that an exec would pass on (opened without close-on-exec by
+    someone else, e.g. the launching process's parent); the spawn closes them."""
+    for listing in ("/proc/self/fd", "/dev/fd"):
+        try:
+            names = os.listdir(listing)
+        except OSError:
+            continue
+        out = []
+        for name in names:
+            fd = int(name)
+            if fd <= 2 or fd == keep:
+                continue
+            try:
+                if os.get_inheritable(fd):
+                    out.append(fd)
+            except OSError:  # the listing's own descriptor, closed by now
+                continue
+        return out
+    return []
+
+
+def _reap() -> None:
+    """Reap the drivers that have finished (a long-lived launcher leaves no zombies)."""
+    for pid in list(_LAUNCHED):
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            done = pid
+        if done:
+            _LAUNCHED.remove(pid)
 
 
 class AdvanceLauncher:
@@ -31,10 +76,13 @@ class AdvanceLauncher:
     The driver runs in its own session (a stop cascade aimed at the launcher's
     group never reaches it), with stdin/stdout on ``/dev/null``, stderr appended to
     ``<ws>/steps/<id>/driver.log``, and ``LERNIE_LOCK_FD`` removed (a launched
-    driver acquires; only an exec'd successor adopts). It is never waited on:
-    when the launching process exits the driver is reparented to init; while a
-    long-lived launcher lives, finished drivers are reaped at its next launch so
-    no zombie piles up.
+    driver acquires; only an exec'd successor adopts). No other descriptor is
+    inherited: the library opens every descriptor close-on-exec, and any inheritable
+    one the process was handed is closed in the spawn. Signals the
+    interpreter ignores (``SIGPIPE``, ``SIGXFSZ``) are reset to their defaults in the
+    driver, as ``subprocess`` does. It is never waited on: when the launching
+    process exits the driver is reparented to init; while a long-lived launcher
+    lives, finished drivers are reaped at its next launch so no zombie piles up.
     """
 
     def __init__(self, argv_prefix: Sequence[str] | None = None) -> None:
@@ -42,35 +90,42 @@ class AdvanceLauncher:
             list(argv_prefix) if argv_prefix is not None else [sys.executable, "-m", "lernie_ref"]
         )
 
-    def launch(self, ws: Path, agent_id: str) -> None:
+    def launch(self, ws: str | Path, agent_id: str) -> None:
         require_agent_id(agent_id)
-        for child in list(_LAUNCHED):
-            if child.poll() is not None:
-                _LAUNCHED.remove(child)
-        steps = Path(ws) / STEPS_DIR / agent_id
+        _reap()
+        steps = os.path.join(ws, STEPS_DIR, agent_id)
         try:
             os.makedirs(steps, exist_ok=True)
             log = os.open(
-                steps / DRIVER_LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666
+                os.path.join(steps, DRIVER_LOG),
+                os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
+                0o666,
             )
         except OSError as exc:
             raise LaunchError(io_text(exc)) from None
         env = {k: v for k, v in os.environ.items() if k != LOCK_FD_ENV}
+        argv = [*self.argv_prefix, "advance", os.fspath(ws), agent_id]
+        actions = [
+            (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+            (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+            (os.POSIX_SPAWN_DUP2, log, 2),
+            *((os.POSIX_SPAWN_CLOSE, fd) for fd in _inherited_fds(log)),
+        ]
+        spawn = os.posix_spawn if "/" in argv[0] else os.posix_spawnp
         try:
-            child = subprocess.Popen(
-                [*self.argv_prefix, "advance", str(ws), agent_id],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=log,
-                env=env,
-                start_new_session=True,
-                close_fds=True,
+            pid = spawn(
+                argv[0],
+                argv,
+                env,
+                file_actions=actions,
+                setsid=True,
+                setsigdef=(_signal.SIGPIPE, _signal.SIGXFSZ),
             )
         except OSError as exc:
             raise LaunchError(io_text(exc)) from None
         finally:
             os.close(log)
-        _LAUNCHED.append(child)
+        _LAUNCHED.append(pid)
 
 
 class RecordingLauncher:
@@ -80,7 +135,9 @@ class RecordingLauncher:
         self.launches: list[tuple[Path, str]] = []
         self._callback = callback
 
-    def launch(self, ws: Path, agent_id: str) -> None:
+    def launch(self, ws: str | Path, agent_id: str) -> None:
+        from pathlib import Path
+
         self.launches.append((Path(ws), agent_id))
         if self._callback is not None:
             self._callback(Path(ws), agent_id)

@@ -14,17 +14,19 @@ elsewhere takes the lock through :func:`try_acquire`.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import fcntl
 import os
-from collections.abc import Mapping, Sequence
-from pathlib import Path
-from types import TracebackType
-from typing import NoReturn
 
 from lernie_ref.core.errors import AdoptError, ExecError, LockError, debug_quote, io_text
-from lernie_ref.core.vocab import LOCK_FD_ENV
+from lernie_ref.core.names import LOCK_FD_ENV
+
+TYPE_CHECKING = False  # pathlib and typing stay off the message path (R-CLI-5)
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from pathlib import Path
+    from types import TracebackType
+    from typing import NoReturn
 
 I32_MIN, I32_MAX = -(2**31), 2**31 - 1
 
@@ -32,7 +34,7 @@ I32_MIN, I32_MAX = -(2**31), 2**31 - 1
 class ExecutorLock:
     """A held lease. :meth:`release` is ``LOCK_UN`` then ``close``; idempotent."""
 
-    def __init__(self, fd: int, path: Path) -> None:
+    def __init__(self, fd: int, path: str | Path) -> None:
         self._fd: int | None = fd
         self._number = fd
         self.path = path
@@ -89,9 +91,11 @@ class ExecutorLock:
             os.execve(executable, list(argv), successor)
         except OSError as exc:
             self._fd = None
-            with contextlib.suppress(OSError):
+            try:
                 fcntl.flock(self._number, fcntl.LOCK_UN)
                 os.close(self._number)
+            except OSError:
+                pass
             raise ExecError(f"exec successor: {io_text(exc)}") from None
 
     def __enter__(self) -> ExecutorLock:
@@ -109,7 +113,7 @@ class ExecutorLock:
         return f"ExecutorLock(fd={self._number}, path={str(self.path)!r}, held={self.held})"
 
 
-def try_acquire(inbox: Path) -> ExecutorLock | None:
+def try_acquire(inbox: str | Path) -> ExecutorLock | None:
     """R-LOCK-1: create ``inbox`` if needed and take the lock; ``None`` iff it is busy."""
     try:
         os.makedirs(inbox, exist_ok=True)
@@ -134,7 +138,7 @@ def _parse_i32(raw: str) -> int | None:
     return value if I32_MIN <= value <= I32_MAX else None
 
 
-def adopt(raw: str, inbox: Path) -> ExecutorLock | None:
+def adopt(raw: str, inbox: str | Path) -> ExecutorLock | None:
     """R-LOCK-4: adopt the lease whose fd number is ``raw``; ``None`` if the re-flock is busy.
 
     Validation failures leave the fd open (it may belong to someone else).
@@ -168,7 +172,7 @@ def adopt(raw: str, inbox: Path) -> ExecutorLock | None:
     return ExecutorLock(fd, inbox)
 
 
-def take_lease(env: Mapping[str, str], inbox: Path) -> ExecutorLock | None:
+def take_lease(env: Mapping[str, str], inbox: str | Path) -> ExecutorLock | None:
     """R-LOCK-4: adopt when ``LERNIE_LOCK_FD`` is present (even empty), else try-acquire."""
     if LOCK_FD_ENV in env:
         return adopt(env[LOCK_FD_ENV], inbox)

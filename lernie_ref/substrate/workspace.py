@@ -15,12 +15,6 @@ from pathlib import Path
 
 from lernie_ref.core.clock import Clock
 from lernie_ref.core.errors import (
-    AmbiguousName,
-    GitError,
-    LernieError,
-    NotAWorkspace,
-    OldLayout,
-    UnknownAgent,
     WorkspaceError,
     debug_quote,
     io_text,
@@ -46,6 +40,7 @@ from lernie_ref.core.vocab import (
     STEPS_DIR,
 )
 from lernie_ref.substrate.gitrun import GitRunner, SubprocessGit
+from lernie_ref.substrate.registry import Registry
 
 # A repo-local identity so commits work on a machine with no global git identity.
 _IDENTITY = (
@@ -55,23 +50,23 @@ _IDENTITY = (
 )
 
 
-class Workspace:
-    """A workspace root (kept as given: launches pass it on unchanged, R-LAUNCH-2)."""
+class Workspace(Registry):
+    """A workspace root (kept as given: launches pass it on unchanged, R-LAUNCH-2).
+
+    The guards and the name registry come from :class:`Registry`; this class adds the
+    paths and everything that creates agents.
+    """
+
+    root: Path
 
     def __init__(self, root: str | Path, git: GitRunner | None = None) -> None:
-        self.root = Path(root)
-        self.git: GitRunner = git or SubprocessGit()
+        super().__init__(Path(root), git or SubprocessGit())
         self._abs = Path(os.path.abspath(self.root))
-        self._known: set[str] = set()  # ids seen to exist (agents are never removed)
 
     def __repr__(self) -> str:
         return f"Workspace({str(self.root)!r})"
 
     # ---------------------------------------------------------------- paths
-
-    @property
-    def repo_git(self) -> Path:
-        return self.root / REPO_DIR
 
     @property
     def inbox_root(self) -> Path:
@@ -96,85 +91,6 @@ class Workspace:
 
     def driver_log(self, agent_id: str) -> Path:
         return self.steps_dir(agent_id) / DRIVER_LOG
-
-    # ---------------------------------------------------------------- guards
-
-    def check_layout(self) -> None:
-        """R-WS-2: ``repo.git`` must be a directory; a ``root/.git`` is the retired layout."""
-        if (self.root / REPO_DIR).is_dir():
-            return
-        if (self.root / "root" / ".git").exists():
-            raise OldLayout(str(self.root))
-        raise NotAWorkspace(str(self.root))
-
-    def agent_exists(self, agent_id: str) -> bool:
-        """R-ID-4: ``rev-parse --verify --quiet refs/heads/agents/<id>``.
-
-        Exit 0 → the agent exists; exit 1 → it does not. Any other outcome (git killed
-        by a signal, a broken repository, git missing) is not an answer about the agent
-        and raises :class:`GitError` naming the command (R-ID-4), never "no such agent".
-        """
-        if not is_agent_id(agent_id):
-            return False
-        if agent_id in self._known:
-            return True
-        args = ["rev-parse", "--verify", "--quiet", AGENT_REF_PREFIX + agent_id]
-        try:
-            result = self.git.run(self.repo_git, args, check=False)
-        except OSError as exc:
-            raise GitError(args, 127, io_text(exc)) from None
-        if result.returncode == 0:
-            self._known.add(agent_id)
-            return True
-        if result.returncode == 1:
-            return False
-        raise GitError(args, result.returncode, result.stderr)
-
-    def require_agent(self, agent_id: str, reason: str) -> None:
-        """R-ID-4: raise :class:`UnknownAgent` (with ``reason``) unless the agent exists."""
-        if not self.agent_exists(agent_id):
-            raise UnknownAgent(agent_id, reason)
-
-    # ---------------------------------------------------------------- registry
-
-    def agent_ids(self) -> list[str]:
-        """R-WS-3: every agent id, sorted (the ``refs/heads/agents/*`` refs)."""
-        out = self.git.run(
-            self.repo_git, ["for-each-ref", "--format=%(refname)", AGENT_REF_PREFIX]
-        ).stdout
-        ids = [line[len(AGENT_REF_PREFIX) :] for line in out.splitlines()]
-        return sorted(i for i in ids if i)
-
-    def agent_name(self, agent_id: str) -> str:
-        """The trimmed ``name`` blob on the agent's branch; ``''`` when unnamed or unreadable."""
-        result = self.git.run(
-            self.repo_git, ["show", f"{AGENT_REF_PREFIX}{agent_id}:{NAME_FILE}"], check=False
-        )
-        return result.stdout.strip() if result.returncode == 0 else ""
-
-    def agents_named(self, name: str) -> list[str]:
-        """The ids of the agents whose trimmed name is ``name`` (never matches ``''``)."""
-        if not name:
-            return []
-        return [i for i in self.agent_ids() if self.agent_name(i) == name]
-
-    def resolve_name(self, needle: str) -> str:
-        """R-ID-6: an existing id wins; else the one agent wearing the name; several → refuse.
-
-        With no match (or a registry that cannot be read) the needle comes back unchanged
-        and the existence guard declines it later.
-        """
-        try:
-            if self.agent_exists(needle):
-                return needle
-            hits = self.agents_named(needle)
-        except (LernieError, OSError):
-            return needle
-        if len(hits) == 1:
-            return hits[0]
-        if len(hits) > 1:
-            raise AmbiguousName(needle, hits)
-        return needle
 
     # ---------------------------------------------------------------- refs
 

@@ -56,7 +56,7 @@ def _race_deposit_between_last_read_and_release(ws: Workspace, inline: Inline, r
     # The race was staged as meant: the hop's only listing was empty, and its re-read,
     # the first step after its release, listed exactly the racing deposit (R-REL-1).
     passed = [(p.name, p.detail) for p in hop.points]
-    assert [d for n, d in passed if n is Point.DRAIN_LISTED] == ["0"]
+    assert [d for n, d in passed if n == Point.DRAIN_LISTED] == ["0"]
     released = passed.index((Point.RELEASE_RELEASED, ""))
     assert passed[released + 1] == (Point.RELEASE_REREAD, "1")
 

@@ -44,18 +44,23 @@ def killing_git(tmp_path: Path, pattern: str) -> dict[str, str]:
 def test_r_id_4_a_killed_rev_parse_is_a_git_error_not_a_missing_agent(
     ws: Workspace, fixed_clock: FixedClock, tmp_path: Path
 ) -> None:
+    """The ref files answer "yes" on the message path without git (R-CLI-5); for anything
+    else git is asked, and a git that dies is an error about git, not about the agent."""
     root = add_root(ws, fixed_clock)
+    ghost = "20260711T000000Z-0000dead"  # no ref file says yes: only git can say no
     env = killing_git(tmp_path, "rev-parse --verify --quiet refs/heads/agents/")
-    proc = run_cli(["message", str(ws.root), root, "hello"], env)
+    proc = run_cli(["message", str(ws.root), ghost, "hello"], env)
     assert proc.returncode == 1
     assert "no agent" not in proc.stderr
     assert proc.stderr == (
-        f'lernie message: git ["rev-parse", "--verify", "--quiet", "refs/heads/agents/{root}"] '
+        f'lernie message: git ["rev-parse", "--verify", "--quiet", "refs/heads/agents/{ghost}"] '
         "exited with signal: 9 (SIGKILL)\n"
     )
-    assert not ws.inbox_dir(root).exists()  # nothing deposited on a guard that did not answer
-    # The same agent with a working git: the message goes through.
-    assert run_cli(["message", str(ws.root), root, "hello"]).returncode == 0
+    assert not ws.inbox_dir(ghost).exists()  # nothing deposited on a guard that did not answer
+    # With a working git the same id is plainly missing, and the real agent takes mail.
+    missing = run_cli(["message", str(ws.root), ghost, "hello"])
+    assert missing.returncode == 1 and f'no agent "{ghost}"' in missing.stderr
+    assert run_cli(["message", str(ws.root), root, "hello"], env).returncode == 0
     wait_quiescent(ws)
     assert names(ws, root)[0] == "001-user.md"
 

@@ -1,0 +1,148 @@
+"""R-CLI-5: the ``lernie message`` path stays light, and its shortcuts answer what the slow
+paths answer: existence read from git's ref files agrees with git, the root text agrees
+with ``pathlib``, and only the plain command line skips the parser."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path, PurePosixPath
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from lernie_ref.cli import _plain_message
+from lernie_ref.core.clock import FixedClock
+from lernie_ref.substrate.lock import try_acquire
+from lernie_ref.substrate.registry import Registry, path_text, read_ref_directly
+from lernie_ref.substrate.workspace import Workspace
+
+from .util import add_root
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Run without site (no editable-install finder, which itself loads pathlib and re), with
+# the checkout first on sys.path, and report which of the modules R-CLI-5 keeps off the
+# message path got loaded by one `lernie message`.
+PROBE = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from lernie_ref import inbox
+from lernie_ref.substrate.launcher import AdvanceLauncher
+class TrueLauncher(AdvanceLauncher):
+    def __init__(self):
+        super().__init__(["/bin/true"])
+inbox.AdvanceLauncher = TrueLauncher
+from lernie_ref.cli import main
+assert main(["message", sys.argv[2], sys.argv[3], "hi"]) == 0
+kept_off = {"pathlib", "re", "enum", "typing", "subprocess", "argparse", "dataclasses",
+            "shutil", "contextlib", "collections", "signal", "json", "tomllib"}
+print(sorted(kept_off & set(sys.modules)))
+"""
+
+
+@pytest.mark.parametrize("busy", [True, False], ids=["busy", "idle-launch"])
+def test_r_cli_5_message_loads_none_of_the_heavy_modules(
+    ws: Workspace, fixed_clock: FixedClock, busy: bool
+) -> None:
+    agent = add_root(ws, fixed_clock, name="boss")
+    lock = try_acquire(ws.inbox_dir(agent)) if busy else None
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-S", "-c", PROBE, str(ROOT), str(ws.root), agent],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    finally:
+        if lock is not None:
+            lock.release()
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "[]\n"
+    assert sorted(os.listdir(ws.inbox_dir(agent))) == ["user-001.md"]
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def test_r_id_4_ref_files_answer_like_git_loose_and_packed(
+    ws: Workspace, fixed_clock: FixedClock
+) -> None:
+    agent = add_root(ws, fixed_clock)
+    repo = str(ws.repo_git)
+    ref = "refs/heads/agents/" + agent
+    assert read_ref_directly(repo, ref) is True  # a loose ref file
+    _git(ws.repo_git, "pack-refs", "--all")
+    assert not (ws.repo_git / ref).exists()
+    assert read_ref_directly(repo, ref) is True  # now only in packed-refs
+    assert read_ref_directly(repo, ref + "0") is None  # absent: git decides
+    assert Registry(str(ws.root)).agent_exists(agent)
+    assert not Registry(str(ws.root)).agent_exists(agent + "0")
+
+
+def test_r_id_4_a_symbolic_or_malformed_ref_file_is_left_to_git(
+    ws: Workspace, fixed_clock: FixedClock
+) -> None:
+    agent = add_root(ws, fixed_clock)
+    heads = ws.repo_git / "refs" / "heads" / "agents"
+    (heads / "X-1").write_text(f"ref: refs/heads/agents/{agent}\n")
+    (heads / "X-2").write_text("not an object id\n")
+    repo = str(ws.repo_git)
+    assert read_ref_directly(repo, "refs/heads/agents/X-1") is None
+    assert read_ref_directly(repo, "refs/heads/agents/X-2") is None
+    registry = Registry(str(ws.root))
+    verdict = subprocess.run(
+        ["git", "-C", repo, "rev-parse", "--verify", "--quiet", "refs/heads/agents/X-2"],
+        capture_output=True,
+        check=False,
+    )
+    assert registry.agent_exists("X-1")  # git follows the symbolic ref
+    assert registry.agent_exists("X-2") == (verdict.returncode == 0)
+
+
+def test_r_id_4_a_lock_file_is_never_read_as_an_agent(
+    ws: Workspace, fixed_clock: FixedClock
+) -> None:
+    """A ``.lock`` beside a ref (git updating it) looks like a ref file; the id is not plain,
+    so git is asked, and git knows no such branch."""
+    agent = add_root(ws, fixed_clock)
+    heads = ws.repo_git / "refs" / "heads" / "agents"
+    (heads / f"{agent}.lock").write_bytes((heads / agent).read_bytes())
+    assert not Registry(str(ws.root)).agent_exists(f"{agent}.lock")
+
+
+@given(st.text(alphabet="/.ab", max_size=12))
+def test_path_text_is_pathlibs_text(raw: str) -> None:
+    assert path_text(raw) == str(PurePosixPath(raw))
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["message", "ws", "a"],
+        ["message", "ws", "a", "b", "c"],
+        ["message", "-h", "a", "b"],
+        ["message", "ws", "a", "--"],
+        ["message", "ws", "a", "-1"],
+        ["--version", "ws", "a", "b"],
+        ["log", "ws", "a", "b"],
+    ],
+)
+def test_r_cli_5_only_the_plain_message_form_skips_the_parser(args: list[str]) -> None:
+    assert _plain_message(args) is None
+
+
+def test_r_cli_5_the_plain_form_hands_on_the_arguments_unchanged() -> None:
+    plain = _plain_message(["message", "ws/", "boss", ""])
+    assert plain is not None
+    assert (plain.verb, plain.workspace, plain.agent, plain.content) == (
+        "message",
+        "ws/",
+        "boss",
+        "",
+    )

@@ -1,8 +1,8 @@
 """Item: chaos with real processes heals after one `lernie scan` (I-1, I-4, I-5, R-SCAN-10).
 
 A tree of four agents (a root ``r``, its children ``a`` and ``b``, ``a``'s child
-``c``) runs real detached drivers with the scripted model. Writer processes (two of
-them share one sender, so they race for the same deposit numbers) send messages to
+``c``) runs real detached drivers with the scripted model. Writer processes (all with
+the operator's sender, so they race for the same deposit numbers) send messages to
 every agent; a third of them carry a ``@message`` directive, so the agents message
 each other as well. Meanwhile a chaos loop with a seeded schedule SIGKILLs drivers
 (one kill mode per run: the driver's pid alone, or its whole process group with the
@@ -39,14 +39,14 @@ from lernie_ref.inbox import pending
 from lernie_ref.substrate.workspace import Workspace, create_workspace
 
 NAMES = ("r", "a", "b", "c")
-SENDERS = ("user", "user", "ops", "cron", "user", "ops", "cron", "user")
-"""One sender per writer; repeated senders race for the same deposit numbers."""
+SENDER = "user"
+"""Every writer writes as the operator, so all of them race for the same deposit numbers
+(a sender that is no agent: the agents' replies to it go nowhere)."""
 
 WRITER = """
-import sys
+import json, random, sys, time
 from lernie_ref.cli import main
 ws, log, names, sender, count, seed, pause = sys.argv[1:8]
-import random, time
 rng = random.Random(int(seed))
 names = names.split(",")
 with open(log, "a") as out:
@@ -137,10 +137,10 @@ def run_chaos(
     logs = [ws.root.parent / f"writer-{w}.log" for w in range(writers)]
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", "import json\n" + WRITER, str(ws.root), str(log),
-             ",".join(NAMES), SENDERS[w % len(SENDERS)], str(per_writer), str(seed * 100 + w),
+            [sys.executable, "-c", WRITER, str(ws.root), str(log),
+             ",".join(NAMES), f"w{w}", str(per_writer), str(seed * 100 + w),
              "0.1"],
-            env={**os.environ, "LERNIE_CONV_BRANCH": SENDERS[w % len(SENDERS)]},
+            env={**os.environ, "LERNIE_CONV_BRANCH": SENDER},
         )
         for w, log in enumerate(logs)
     ]
@@ -231,9 +231,15 @@ def chaos_run(tmp_path: Path, mode: str, writers: int, per_writer: int, seed: in
     assert processes_mentioning(str(ws.root)) == []
     audit = run_cli(["audit", str(ws.root)], prefix=[sys.executable, "-m", "lernie_spec.check"])
     assert audit.returncode == 0, audit.stdout + audit.stderr
+    relays = sum(n for (_, body), n in delivered.items() if body.startswith("relay "))
+    logs = [ws.driver_log(agent) for agent in ids.values()]
+    cleared = sum(
+        log.read_text().count("stale git lock") for log in logs if log.exists()
+    )
     figures = (
-        f"chaos ({mode}): {len(sent)} messages from {writers} writers, {chaos.kills} kills, "
-        f"{chaos.scans} scans, {chaos.stops} stops, {chaos.samples} lease samples, "
+        f"chaos ({mode}): {len(sent)} messages from {writers} writers, {relays} relayed by "
+        f"agents, {chaos.kills} kills, {chaos.scans} scans, {chaos.stops} stops, "
+        f"{cleared} stale git locks cleared, {chaos.samples} lease samples, "
         f"{seconds:.0f} s, stranded 0"
     )
     return figures

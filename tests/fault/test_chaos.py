@@ -231,7 +231,7 @@ def chaos_run(tmp_path: Path, mode: str, writers: int, per_writer: int, seed: in
     assert processes_mentioning(str(ws.root)) == []
     audit = run_cli(["audit", str(ws.root)], prefix=[sys.executable, "-m", "lernie_spec.check"])
     assert audit.returncode == 0, audit.stdout + audit.stderr
-    relays = sum(n for (_, body), n in delivered.items() if body.startswith("relay "))
+    relays = sum(n for (_, body), n in delivered.items() if (body or "").startswith("relay "))
     logs = [ws.driver_log(agent) for agent in ids.values()]
     cleared = sum(
         log.read_text().count("stale git lock") for log in logs if log.exists()

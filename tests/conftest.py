@@ -44,6 +44,26 @@ def ws(make_ws: Callable[..., Workspace]) -> Workspace:
     return make_ws("ws")
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--run-slow",
+        action="store_true",
+        default=False,
+        help="also run the long variants (tests marked slow)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test marked ``slow`` runs only with ``--run-slow`` or when ``-m`` names the marker;
+    every slow test has a CI-sized sibling that runs by default."""
+    if config.getoption("--run-slow") or "slow" in (config.getoption("-m") or ""):
+        return
+    skip = pytest.mark.skip(reason="long run: select it with --run-slow or -m slow")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
+
 def run_cli(
     args: Sequence[str],
     env: Mapping[str, str] | None = None,

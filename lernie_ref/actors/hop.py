@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from lernie_ref.actors.drain import drain_actor
+from lernie_ref.actors.drain import drain_actor, recover_strays
 from lernie_ref.actors.exit_protocol import conclude_actor, terminal_ref
 from lernie_ref.actors.release import notice, release_actor
 from lernie_ref.actors.tools import run_tool
@@ -145,7 +145,13 @@ def _drive(ws: Workspace, agent_id: str, lock: ExecutorLock, deps: HopDeps) -> A
     removed = gitlocks.clear_stale_locks(ws.root, worktree, agent_id)
     if removed:  # R-WS-8: before the holder's first git call
         notice(gitlocks.describe(ws.root, removed, agent_id))
+    stray = False
     if worktree.is_dir():
+        # R-DRAIN-2 before R-STEP-2: a model entry renamed but never committed is committed
+        # alone first, so the settlement's tool commit never carries it (R-TR-3).
+        stray = recover_strays(worktree, agent_id, ws.git)
+        if stray:
+            yield Passed(Point.DRAIN_STRAY_COMMITTED, agent_id)
         open_ids = unanswered_tail(transcript.history_of(transcript.load(worktree)))
         if open_ids:
             notice(
@@ -163,7 +169,8 @@ def _drive(ws: Workspace, agent_id: str, lock: ExecutorLock, deps: HopDeps) -> A
     if due is Warrant.UNPAIRED:
         raise UnpairedToolUse(agent_id)
     if due is Warrant.NOTHING_DUE:
-        newest = transcript.load(worktree)[-1:] if delivery.stray_recovered else []
+        recovered = stray or delivery.stray_recovered
+        newest = transcript.load(worktree)[-1:] if recovered else []
         if newest and newest[0].role == "assistant" and not tool_use_ids(newest[0].blocks()):
             # R-DRAIN-8: the stray just recovered is a terminal response whose driver died
             # before its exit protocol: finish that protocol now (nothing was deposited yet).

@@ -1,8 +1,4 @@
-"""Fault-test fixtures: long runs only on request, and no process outlives its test.
-
-A test marked ``slow`` runs only when the marker is selected (``pytest -m slow``);
-every slow test has a CI-sized sibling that runs by default.
-"""
+"""Fault-test fixtures: no process outlives its test (slow runs: see tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -14,16 +10,6 @@ from pathlib import Path
 
 import pytest
 from conftest import processes_mentioning
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if "slow" in (config.getoption("-m") or ""):
-        return
-    skip = pytest.mark.skip(reason="long run: select it with -m slow")
-    here = Path(__file__).parent
-    for item in items:
-        if "slow" in item.keywords and here in Path(str(item.fspath)).parents:
-            item.add_marker(skip)
 
 
 @pytest.fixture(autouse=True)

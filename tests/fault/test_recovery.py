@@ -11,7 +11,8 @@ import json
 
 from conftest import run_cli, wait_quiescent
 
-from lernie_ref.actors.sweep import REVIVE_LIMIT, scan
+from lernie_ref.actors.sweep import REVIVE_LIMIT, scan, scan_actor
+from lernie_ref.core.actor import run
 from lernie_ref.core.clock import SystemClock
 from lernie_ref.core.frontmatter import split_frontmatter
 from lernie_ref.inbox import RecordingLauncher, cli_dispatch, cli_prompt
@@ -100,3 +101,31 @@ def test_r_scan_10_crash_loop_guard_gives_up_and_status_says_what_to_do(
     wait_quiescent(ws)
     assert answered(ws, root)
     assert scan(ws, RecordingLauncher(), SystemClock()).given_up == []
+
+
+def entries_per_commit(ws: Workspace, agent: str) -> list[list[str]]:
+    """For each commit of the agent's branch that adds entries, the entries it adds (git log)."""
+    out = ws.git.run(
+        ws.repo_git,
+        ["log", "--format=format:@", "--name-only", "--diff-filter=A", f"agents/{agent}", "--",
+         "messages/"],
+    ).stdout
+    groups = [g.split() for g in out.split("@")]
+    return [g for g in groups if g]
+
+
+def test_r_drain_2_a_model_entry_left_uncommitted_before_an_open_window_gets_its_own_commit(
+    ws: Workspace,
+) -> None:
+    """Found by the chaos run: a driver killed between the rename of a model entry that calls
+    a tool and its commit; the next hop committed that entry inside the settlement's tool
+    commit. The stray recovery now runs before the crash settlement (R-STEP-2, R-TR-3)."""
+    root = cli_prompt(ws, "work\n@tools 1", "", RecordingLauncher())
+    Inline(ws).crash_at(root, Point.TRANSCRIPT_RENAMED)
+    assert not worktree_clean(ws, root)
+    inline = Inline(ws)
+    report = run(scan_actor(ws, inline.launcher, SystemClock()))
+    assert report.revived == [root]
+    assert inline.settle()
+    assert [len(g) for g in entries_per_commit(ws, root)] == [1] * len(entries(ws, root))
+    assert answered(ws, root)

@@ -7,6 +7,10 @@ transcript with the invariants' own reading (`properties.reply`): the operator
 (the last prompter is `user`), the parent, a sibling, an own child, a
 grandchild. A rule the model implements (`model.RULES`) that no edge takes is
 a gap in the worlds, and the report (and a test) says so.
+
+The same pass keeps each world's exploration result and the set of step texts
+seen, so one exploration of the default worlds serves every check that needs
+one (the test suite explores them once per session).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from collections import Counter
 from typing import NamedTuple
 
 from lernie_spec import model
-from lernie_spec.explore import explore
+from lernie_spec.explore import Result, explore
 from lernie_spec.model import USER, Action, Profile, Scope, State, Step
 from lernie_spec.properties import last_prompter, reply
 from lernie_spec.variants import DEFAULT, NamedScope
@@ -27,6 +31,8 @@ class Coverage(NamedTuple):
     rules: Counter[str]
     cases: Counter[str]
     states: int
+    runs: dict[str, Result]  # world name -> its exploration (reference profile)
+    texts: frozenset[str]  # every step text seen
 
     def missing_rules(self) -> list[str]:
         return sorted(r for r in model.RULES if not self.rules[r])
@@ -53,20 +59,24 @@ def case_of(scope: Scope, st: State, c: int) -> str:
     return "nobody" if to < 0 else "other"
 
 
-def measure(worlds: tuple[NamedScope, ...] = DEFAULT) -> Coverage:
+def measure(worlds: tuple[NamedScope, ...] = DEFAULT, liveness: bool = False) -> Coverage:
+    """Explore each world under the reference, counting rules and addressing
+    cases; with `liveness`, each run also checks I-13."""
     rules: Counter[str] = Counter()
     cases: Counter[str] = Counter()
-    states = 0
+    texts: set[str] = set()
+    runs: dict[str, Result] = {}
     for ns in worlds:
         def observe(pre: State, step: Step, post: State, scope: Scope = ns.scope) -> None:
             rules[step.rule] += 1
             for r in step.also:
                 rules[r] += 1
+            texts.add(step.text)
             if step.action is Action.MODEL_FINAL:
                 cases[case_of(scope, post, pre.procs[step.actor].agent)] += 1
 
-        states += explore(Profile(), ns.scope, liveness=False, observe=observe).states
-    return Coverage(rules, cases, states)
+        runs[ns.name] = explore(Profile(), ns.scope, liveness=liveness, observe=observe)
+    return Coverage(rules, cases, sum(r.states for r in runs.values()), runs, frozenset(texts))
 
 
 def report(cov: Coverage) -> str:

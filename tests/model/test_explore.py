@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 from lernie_spec.check import Outcome, run
-from lernie_spec.explore import explore
-from lernie_spec.model import Profile, Scope
+from lernie_spec.coverage import Coverage
+from lernie_spec.model import Scope
 from lernie_spec.properties import quiescent
 from lernie_spec.variants import BY_NAME, DEFAULT, VARIANTS, NamedScope, Variant
 
@@ -24,8 +24,10 @@ def outcome(name: str) -> Outcome:
 
 
 @pytest.mark.parametrize("scope", DEFAULT, ids=lambda s: s.name)
-def test_i_1_to_i_18_reference_holds_in_each_default_scope(scope: NamedScope) -> None:
-    r = explore(Profile(), scope.scope)
+def test_i_1_to_i_18_reference_holds_in_each_default_scope(
+    scope: NamedScope, reference_run: Coverage
+) -> None:
+    r = reference_run.runs[scope.name]
     assert r.complete
     assert r.violations == {}
     assert r.states > 1000  # the scope is not trivially small
@@ -91,12 +93,12 @@ def test_i_13_ping_pong_is_a_lasso_of_42_plus_24_steps() -> None:
     assert not any(quiescent(st) for _, st in loop)
 
 
-def test_i_13_reply_debt_makes_the_same_exchange_terminate() -> None:
-    r = explore(Profile(), next(ns.scope for ns in DEFAULT if ns.name == "exchange"))
+def test_i_13_reply_debt_makes_the_same_exchange_terminate(reference_run: Coverage) -> None:
+    r = reference_run.runs["exchange"]
     assert r.complete and "I-13" not in r.violations
 
 
-def test_every_default_scope_is_small() -> None:
+def test_every_default_scope_is_small(reference_run: Coverage) -> None:
     assert all(isinstance(ns.scope, Scope) for ns in DEFAULT)
-    total = sum(explore(Profile(), ns.scope, liveness=False).states for ns in DEFAULT)
-    assert total < 400_000
+    assert set(reference_run.runs) == {ns.name for ns in DEFAULT}
+    assert reference_run.states < 400_000

@@ -24,7 +24,7 @@ def outcome(name: str) -> Outcome:
 
 
 @pytest.mark.parametrize("scope", DEFAULT, ids=lambda s: s.name)
-def test_i_1_to_i_18_reference_holds_in_each_default_scope(
+def test_i_1_to_i_19_reference_holds_in_each_default_scope(
     scope: NamedScope, reference_run: Coverage
 ) -> None:
     r = reference_run.runs[scope.name]

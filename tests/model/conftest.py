@@ -9,10 +9,11 @@ liveness check on, so I-13 is judged in the same pass).
 from __future__ import annotations
 
 import pytest
+from lernie_spec.check import jobs_default
 from lernie_spec.coverage import Coverage, measure
 from lernie_spec.variants import DEFAULT
 
 
 @pytest.fixture(scope="session")
 def reference_run() -> Coverage:
-    return measure(DEFAULT, liveness=True)
+    return measure(DEFAULT, liveness=True, jobs=jobs_default())

@@ -29,7 +29,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import NamedTuple
 
-from lernie_spec.model import Proc, Profile, Scope, State, Step, initial, successors
+from lernie_spec.model import Pc, Proc, Profile, Role, Scope, State, Step, initial, successors
 from lernie_spec.properties import state_violations, step_violations
 
 Trace = list[tuple[Step, State]]
@@ -54,8 +54,12 @@ Progress = Callable[[int, float], None]
 Observer = Callable[[State, Step, State], None]
 
 
+# enum members ranked by definition order (reading `.value` runs Python code)
+_RANK: dict[object, int] = {m: k for k, m in enumerate((*Role, *Pc))}
+
+
 def _proc_key(p: Proc) -> tuple[object, ...]:
-    return (p.role.value, p.agent, p.pc.value, p.lease, p.probe_on, p.target, p.sender,
+    return (_RANK[p.role], p.agent, _RANK[p.pc], p.lease, p.probe_on, p.target, p.sender,
             p.deposit_kind, p.number, p.listing, p.epitaph, p.recipient, p.stop_flag, p.tool)
 
 

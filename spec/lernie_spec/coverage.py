@@ -7,15 +7,20 @@ transcript with the invariants' own reading (`properties.reply`): the operator
 (the last prompter is `user`), the parent, a sibling, an own child, a
 grandchild. A rule the model implements (`model.RULES`) that no edge takes is
 a gap in the worlds, and the report (and a test) says so.
+
+The same pass keeps each world's exploration result and the set of step texts
+seen, so one exploration of the default worlds serves every check that needs
+one (the test suite explores them once per session).
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
 from typing import NamedTuple
 
 from lernie_spec import model
-from lernie_spec.explore import explore
+from lernie_spec.explore import Result, explore
 from lernie_spec.model import USER, Action, Profile, Scope, State, Step
 from lernie_spec.properties import last_prompter, reply
 from lernie_spec.variants import DEFAULT, NamedScope
@@ -27,6 +32,8 @@ class Coverage(NamedTuple):
     rules: Counter[str]
     cases: Counter[str]
     states: int
+    runs: dict[str, Result]  # world name -> its exploration (reference profile)
+    texts: frozenset[str]  # every step text seen
 
     def missing_rules(self) -> list[str]:
         return sorted(r for r in model.RULES if not self.rules[r])
@@ -53,20 +60,46 @@ def case_of(scope: Scope, st: State, c: int) -> str:
     return "nobody" if to < 0 else "other"
 
 
-def measure(worlds: tuple[NamedScope, ...] = DEFAULT) -> Coverage:
+def _measure_world(ns: NamedScope, liveness: bool
+                   ) -> tuple[Counter[str], Counter[str], set[str], Result]:
     rules: Counter[str] = Counter()
     cases: Counter[str] = Counter()
-    states = 0
-    for ns in worlds:
-        def observe(pre: State, step: Step, post: State, scope: Scope = ns.scope) -> None:
-            rules[step.rule] += 1
-            for r in step.also:
-                rules[r] += 1
-            if step.action is Action.MODEL_FINAL:
-                cases[case_of(scope, post, pre.procs[step.actor].agent)] += 1
+    texts: set[str] = set()
 
-        states += explore(Profile(), ns.scope, liveness=False, observe=observe).states
-    return Coverage(rules, cases, states)
+    def observe(pre: State, step: Step, post: State) -> None:
+        rules[step.rule] += 1
+        for r in step.also:
+            rules[r] += 1
+        texts.add(step.text)
+        if step.action is Action.MODEL_FINAL:
+            cases[case_of(ns.scope, post, pre.procs[step.actor].agent)] += 1
+
+    r = explore(Profile(), ns.scope, liveness=liveness, observe=observe)
+    return rules, cases, texts, r
+
+
+def measure(worlds: tuple[NamedScope, ...] = DEFAULT, liveness: bool = False,
+            jobs: int = 1) -> Coverage:
+    """Explore each world under the reference, counting rules and addressing
+    cases; with `liveness`, each run also checks I-13. With `jobs` > 1 the
+    worlds are explored in that many processes (the largest, listed last,
+    first) and their counts added up."""
+    if jobs > 1 and len(worlds) > 1:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            futs = {ns.name: pool.submit(_measure_world, ns, liveness) for ns in reversed(worlds)}
+            parts = [futs[ns.name].result() for ns in worlds]
+    else:
+        parts = [_measure_world(ns, liveness) for ns in worlds]
+    rules: Counter[str] = Counter()
+    cases: Counter[str] = Counter()
+    texts: set[str] = set()
+    runs: dict[str, Result] = {}
+    for ns, (ru, ca, te, r) in zip(worlds, parts, strict=True):
+        rules.update(ru)
+        cases.update(ca)
+        texts |= te
+        runs[ns.name] = r
+    return Coverage(rules, cases, sum(r.states for r in runs.values()), runs, frozenset(texts))
 
 
 def report(cov: Coverage) -> str:

@@ -5,6 +5,13 @@ state, hashing states to visit each once. Breadth-first order means the first
 path found to a violating state (or step) is a shortest one. Safety invariants
 are checked on every new state and every step (`spec.properties`).
 
+Symmetry (SPEC.md §19): processes are interchangeable, so a state is stored
+in a canonical form with its processes sorted (`canonical`). Every step
+predicate is checked on the step as taken, before the post-state is made
+canonical; a trace is re-derived step by step from the initial state as a
+concrete path (`_concrete`), so every step's actor indexes the state the trace
+shows before it. `symmetry=False` explores without the reduction.
+
 Liveness (I-13 exchange termination): the steps that are not external inputs
 form a finite graph; a run in which external inputs have stopped and that never
 reaches quiescence must, in a finite graph, go round a cycle of internal steps.
@@ -22,7 +29,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import NamedTuple
 
-from lernie_spec.model import Profile, Scope, State, Step, initial, successors
+from lernie_spec.model import Pc, Proc, Profile, Role, Scope, State, Step, initial, successors
 from lernie_spec.properties import state_violations, step_violations
 
 Trace = list[tuple[Step, State]]
@@ -47,6 +54,47 @@ Progress = Callable[[int, float], None]
 Observer = Callable[[State, Step, State], None]
 
 
+# enum members ranked by definition order (reading `.value` runs Python code)
+_RANK: dict[object, int] = {m: k for k, m in enumerate((*Role, *Pc))}
+
+
+def _proc_key(p: Proc) -> tuple[object, ...]:
+    return (_RANK[p.role], p.agent, _RANK[p.pc], p.lease, p.probe_on, p.target, p.sender,
+            p.deposit_kind, p.number, p.listing, p.epitaph, p.recipient, p.stop_flag, p.tool)
+
+
+def canonical(st: State) -> State:
+    """The representative of st's orbit under permutations of its processes:
+    the processes sorted by everything but their ghost history."""
+    if len(st.procs) < 2:
+        return st
+    procs = tuple(sorted(st.procs, key=_proc_key))
+    return st if procs == st.procs else st._replace(procs=procs)
+
+
+def _identity(st: State) -> State:
+    return st
+
+
+def _concrete(init: State, prof: Profile, scope: Scope,
+              path: list[tuple[Step, State]], canon: Callable[[State], State]) -> Trace:
+    """A concrete run through the given canonical states: from each state, the
+    successor taken by the same kind of step whose canonical form is the next
+    state of the path."""
+    out: Trace = []
+    cur = init
+    for step, target in path:
+        for s2, nxt in successors(cur, prof, scope):
+            if (s2.rule, s2.text, s2.action, s2.external) == (
+                    step.rule, step.text, step.action, step.external) and canon(nxt) == target:
+                out.append((s2, nxt))
+                cur = nxt
+                break
+        else:
+            raise AssertionError(f"no concrete step for {step.text!r}")
+    return out
+
+
 def explore(
     prof: Profile,
     scope: Scope,
@@ -55,10 +103,13 @@ def explore(
     progress: Progress | None = None,
     observe: Observer | None = None,
     first: bool = False,
+    symmetry: bool = True,
 ) -> Result:
     """Explore; with `want`, stop once every invariant in it is violated;
-    with `first`, stop at the first violation of any."""
+    with `first`, stop at the first violation of any; with `symmetry` (the
+    default), identify states that differ only in the order of processes."""
     t0 = time.perf_counter()
+    canon = canonical if symmetry else _identity
     init = initial(scope)
     index: dict[State, int] = {init: 0}
     states: list[State] = [init]
@@ -82,7 +133,7 @@ def explore(
 
     def record(inv: str, trace: Trace) -> None:
         if inv not in found:
-            found[inv] = Violation(inv, init, trace)
+            found[inv] = Violation(inv, init, _concrete(init, prof, scope, trace, canon))
 
     for inv in state_violations(init, scope):
         record(inv, [])
@@ -100,6 +151,7 @@ def explore(
             if observe is not None:
                 observe(st, step, nxt)
             bad = step_violations(st, step, nxt, scope)
+            nxt = canon(nxt)
             for inv in bad:
                 if inv not in found:
                     record(inv, [*path(k), (step, nxt)])
@@ -129,12 +181,10 @@ def explore(
         lasso = _find_lasso(len(states), src, dst, depth)
         if lasso is not None:
             node, cycle = lasso
-            out_of: dict[int, list[tuple[int, int]]] = {}
             trace = path(node)
-            for e in range(len(src)):
-                out_of.setdefault(src[e], []).append((dst[e], e))
-            loop = _loop_steps(node, cycle, states, prof, scope)
-            found["I-13"] = Violation("I-13", init, trace + loop, len(loop))
+            loop = _loop_steps(node, cycle, states, prof, scope, canon)
+            full = _concrete(init, prof, scope, trace + loop, canon)
+            found["I-13"] = Violation("I-13", init, full, len(loop))
     return Result(len(states), edges, time.perf_counter() - t0, found, complete)
 
 
@@ -232,15 +282,15 @@ def _tarjan(n: int, start: array[int], adj: array[int]) -> array[int]:
 
 
 def _loop_steps(node: int, cycle: list[int], states: list[State], prof: Profile,
-                scope: Scope) -> Trace:
-    """Re-derive the steps of a cycle given as a list of node ids."""
+                scope: Scope, canon: Callable[[State], State]) -> Trace:
+    """The steps of a cycle given as a list of node ids (canonical states)."""
     out: Trace = []
     cur = states[node]
     for v in cycle:
         target = states[v]
         for step, nxt in successors(cur, prof, scope):
-            if nxt == target and not step.external:
-                out.append((step, nxt))
+            if not step.external and canon(nxt) == target:
+                out.append((step, target))
                 break
         cur = target
     return out

@@ -48,7 +48,14 @@ DIED = "died"
 PARKED = (STOPPED, BUDGET)
 
 
-class Window(enum.Enum):
+class _Enum(enum.Enum):
+    """An enum hashed by identity (each member is a singleton): states are
+    hashed on every visit, and `enum.Enum`'s own hash runs as Python code."""
+
+    __hash__ = object.__hash__
+
+
+class Window(_Enum):
     """The tool window of a transcript (R-STEP-2/3)."""
 
     CLOSED = "closed"  # every tool_use has its result
@@ -56,13 +63,13 @@ class Window(enum.Enum):
     BURIED = "buried"  # an unpaired tool_use with a user-side entry after it (Unpaired)
 
 
-class Role(enum.Enum):
+class Role(_Enum):
     WRITER = "W"  # a writer verb (`lernie message`)
     DRIVER = "D"  # `lernie advance`: a hop and its successors, then the exit protocol
     SCANNER = "scan"  # `lernie scan`
 
 
-class Pc(enum.Enum):
+class Pc(_Enum):
     """Program counters, named for the action the process takes next."""
 
     START = "start"
@@ -95,7 +102,7 @@ class Pc(enum.Enum):
     DONE = "done"
 
 
-class Action(enum.Enum):
+class Action(_Enum):
     """What a step did, for the invariants to classify steps by."""
 
     OPERATOR_MESSAGE = "operator message"
@@ -127,7 +134,7 @@ class Action(enum.Enum):
     FORKED_CHILD_EXECS = "forked child execs"
 
 
-class Funding(enum.Enum):
+class Funding(_Enum):
     """Why a step launches a driver (I-8)."""
 
     WRITER_DEPOSIT = "writer's deposit"
@@ -162,7 +169,7 @@ class Ghost(Generic[T]):
         return f"Ghost({self.value!r})"
 
 
-class EntryKind(enum.Enum):
+class EntryKind(_Enum):
     DELIVERED = "delivered"  # a `.md` entry: a delivered deposit
     MODEL = "model"  # an assistant entry
     TOOL_RESULT = "tool result"
@@ -331,6 +338,26 @@ class Step(NamedTuple):
 
 
 Succ = list[tuple[Step, State]]
+
+
+def _fast_replace(cls: type[tuple[Any, ...]]) -> Callable[..., Any]:
+    """`_replace` for a record the transitions copy on every step: the same
+    result as NamedTuple's, without its generic keyword machinery."""
+    index = {f: k for k, f in enumerate(cls._fields)}  # type: ignore[attr-defined]
+    new = tuple.__new__
+
+    def _replace(self: tuple[Any, ...], **kw: Any) -> Any:
+        v = list(self)
+        for f, x in kw.items():
+            v[index[f]] = x
+        return new(cls, v)
+
+    return _replace
+
+
+for _cls in (Agent, Proc, State, Budget, Step, AgentHistory, ProcHistory):
+    setattr(_cls, "_replace", _fast_replace(_cls))  # noqa: B010 (a method mypy keeps typed)
+
 NAMES = ("P", "C", "S", "G")
 
 

@@ -47,13 +47,41 @@ class Kind(enum.Enum):
     GRAPH = "graph"
 
 
-class Edge(NamedTuple):
-    """What a predicate judges: a step and its two states (no step: an initial state)."""
+class Edge:
+    """What a predicate judges: a step and its two states (no step: an initial
+    state). What several predicates read off the difference of the two states
+    is computed once per edge: the agents whose record changed and the files
+    the step published."""
 
-    pre: State | None
-    step: Step | None
-    post: State
-    scope: Scope
+    __slots__ = ("_changed", "_files", "post", "pre", "scope", "step")
+
+    def __init__(self, pre: State | None, step: Step | None, post: State, scope: Scope) -> None:
+        self.pre = pre
+        self.step = step
+        self.post = post
+        self.scope = scope
+        self._changed: list[int] | None = None
+        self._files: list[tuple[int, File]] | None = None
+
+    @property
+    def changed(self) -> list[int]:
+        """Indices of the agents the step replaced (an unchanged agent is the same object)."""
+        if self._changed is None:
+            pre = self.pre
+            assert pre is not None
+            xs, ys = pre.agents, self.post.agents
+            self._changed = [] if xs is ys else [
+                a for a in range(len(xs)) if xs[a] is not ys[a]]
+        return self._changed
+
+    @property
+    def files(self) -> list[tuple[int, File]]:
+        """(recipient, file) of every file the step published."""
+        if self._files is None:
+            pre = self.pre
+            assert pre is not None
+            self._files = new_files(pre, self.post, self.changed)
+        return self._files
 
 
 Predicate = Callable[[Edge], bool]
@@ -63,6 +91,9 @@ class Invariant(NamedTuple):
     title: str
     kind: Kind
     holds: Predicate | None  # None for I-13 (the explorer's graph check)
+    # A step predicate that judges only steps of these kinds (it holds on any
+    # other step by its own first test): the explorer calls it on those only.
+    actions: frozenset[Action] | None = None
 
 
 # ----------------------------------------------------------- plain readings
@@ -161,12 +192,15 @@ def expected_sweep(st: State, scope: Scope) -> set[tuple[int, int, str]]:
     return out
 
 
-def new_files(pre: State, post: State) -> list[tuple[int, File]]:
-    """(recipient, file) of every file a step published."""
+def new_files(pre: State, post: State, agents: list[int] | None = None
+              ) -> list[tuple[int, File]]:
+    """(recipient, file) of every file a step published (looking only at
+    `agents` when given: the ones whose record changed)."""
     out = []
     if pre.agents is post.agents:
         return []
-    for a, (x, y) in enumerate(zip(pre.agents, post.agents, strict=True)):
+    for a in range(len(pre.agents)) if agents is None else agents:
+        x, y = pre.agents[a], post.agents[a]
         if x.inbox is y.inbox:
             continue
         before = set(x.inbox)
@@ -198,8 +232,9 @@ def _steps(e: Edge) -> tuple[State, Step]:
 def i1_one_executor(e: Edge) -> bool:
     """Every entry or commit on a's branch is made by the holder of a's lease."""
     pre, step = _steps(e)
-    for a, (x, y) in enumerate(zip(pre.agents, e.post.agents, strict=True)):
-        if x is y or not x.exists:
+    for a in e.changed:
+        x, y = pre.agents[a], e.post.agents[a]
+        if not x.exists:
             continue
         hx, hy = x.history.value, y.history.value
         if hy.commits != hx.commits or len(hy.entries) != len(hx.entries):
@@ -210,13 +245,15 @@ def i1_one_executor(e: Edge) -> bool:
 
 
 def i1_state(st: State) -> bool:
-    if len(st.procs) < 2 and not any(ag.forked_holder for ag in st.agents):
+    holders = [ag for ag, x in enumerate(st.agents) if x.forked_holder]
+    if len(st.procs) < 2 and not holders:
         return True
-    for a in range(len(st.agents)):
-        n = sum(int(p.lease and p.agent == a) + int(p.probe_on == a) for p in st.procs)
-        if n + int(st.agents[a].forked_holder) > 1:
-            return False
-    return True
+    for p in st.procs:
+        if p.lease:
+            holders.append(p.agent)
+        if p.probe_on != NOBODY:
+            holders.append(p.probe_on)
+    return len(holders) == len(set(holders))
 
 
 def i1(e: Edge) -> bool:
@@ -253,8 +290,9 @@ def i3_writers_never_drive(e: Edge) -> bool:
         if j >= 0 and e.post.procs[j].probe_on != NOBODY:
             return False
     if p.role is not Role.DRIVER:
-        for x, y in zip(pre.agents, e.post.agents, strict=True):
-            if x is not y and len(y.history.value.entries) != len(x.history.value.entries):
+        for a in e.changed:
+            x, y = pre.agents[a], e.post.agents[a]
+            if len(y.history.value.entries) != len(x.history.value.entries):
                 return False
     return True
 
@@ -262,9 +300,8 @@ def i3_writers_never_drive(e: Edge) -> bool:
 def i4_transcript_numbering(e: Edge) -> bool:
     """Entries are appended one per step and never changed once written."""
     pre, _ = _steps(e)
-    for x, y in zip(pre.agents, e.post.agents, strict=True):
-        if x is y:
-            continue
+    for a in e.changed:
+        x, y = pre.agents[a], e.post.agents[a]
         ex, ey = x.history.value.entries, y.history.value.entries
         if ey[: len(ex)] != ex or len(ey) - len(ex) > 1:
             return False
@@ -327,15 +364,16 @@ def i7_no_lost_wakeup(e: Edge) -> bool:
     return True
 
 
-def _launch_diff(pre: State, post: State) -> set[int]:
-    return {a for a, (x, y) in enumerate(zip(pre.agents, post.agents, strict=True))
-            if y.pending_launches > x.pending_launches}
+def _launch_diff(e: Edge) -> set[int]:
+    assert e.pre is not None
+    pre, post = e.pre.agents, e.post.agents
+    return {a for a in e.changed if post[a].pending_launches > pre[a].pending_launches}
 
 
 def i8_funded_launches(e: Edge) -> bool:
     """Every launch is funded by what happened before it, once per funding event."""
     pre, step = _steps(e)
-    if not _launch_diff(pre, e.post) <= set(step.launched):
+    if not _launch_diff(e) <= set(step.launched):
         return False
     if not step.launched:
         return True
@@ -388,8 +426,7 @@ def i10_no_authority_after_release(e: Edge) -> bool:
         return True
     if pre.in_flight != e.post.in_flight:
         return False
-    return all(_agent_view(x) == _agent_view(y)
-               for x, y in zip(pre.agents, e.post.agents, strict=True))
+    return all(_agent_view(pre.agents[a]) == _agent_view(e.post.agents[a]) for a in e.changed)
 
 
 def i11_one_address(e: Edge) -> bool:
@@ -397,7 +434,7 @@ def i11_one_address(e: Edge) -> bool:
     reads from the transcript, never to the author; the revival wakes exactly
     the deposit's recipient."""
     pre, step = _steps(e)
-    for to, f in new_files(pre, e.post):
+    for to, f in e.files:
         if f.kind == PLAIN or f.sender < 0:
             continue
         c = f.sender
@@ -420,7 +457,7 @@ def i11_one_address(e: Edge) -> bool:
 def i12_reply_owed_once(e: Edge) -> bool:
     """A final response is deposited iff a reply is owed to an agent, once."""
     pre, step = _steps(e)
-    for _, f in new_files(pre, e.post):
+    for _, f in e.files:
         if f.kind != FINAL or f.sender < 0:
             continue
         c = f.sender
@@ -443,7 +480,7 @@ def i14_returned_mark(e: Edge) -> bool:
     """Every result an executor publishes moves its author's mark to the tip;
     the sweep never reports a death whose mark is at the tip."""
     pre, step = _steps(e)
-    for _, f in new_files(pre, e.post):
+    for _, f in e.files:
         if f.kind == PLAIN or f.sender < 0:
             continue
         if step.action is not Action.SWEEP and not e.post.agents[f.sender].returned_at_tip:
@@ -455,10 +492,10 @@ def i14_returned_mark(e: Edge) -> bool:
 
 def i15_sweep_idempotence(e: Edge) -> bool:
     """After the sweep deposits for c, c's mark is at its tip (a second sweep is silent)."""
-    pre, step = _steps(e)
+    _, step = _steps(e)
     if step.action is not Action.SWEEP:
         return True
-    return all(e.post.agents[f.sender].returned_at_tip for _, f in new_files(pre, e.post)
+    return all(e.post.agents[f.sender].returned_at_tip for _, f in e.files
                if f.sender >= 0)
 
 
@@ -467,21 +504,24 @@ def i16_sweep_soundness(e: Edge) -> bool:
     pre, step = _steps(e)
     if step.action is not Action.SWEEP:
         return True
-    made = {(f.sender, to, f.kind) for to, f in new_files(pre, e.post)}
+    made = {(f.sender, to, f.kind) for to, f in e.files}
     return made == expected_sweep(pre, e.scope)
 
 
 def i17_existence(e: Edge) -> bool:
     """Every publication goes to an agent that exists."""
     pre, _ = _steps(e)
-    return all(pre.agents[to].exists for to, _ in new_files(pre, e.post))
+    return all(pre.agents[to].exists for to, _ in e.files)
+
+
+_DRAIN_OR_MODEL = frozenset({Action.LIST_INBOX, Action.MOVE_DEPOSIT, Action.MODEL_FINAL,
+                             Action.MODEL_TOOL_USE})
 
 
 def i18_stray_recovery(e: Edge) -> bool:
     """A drain lists, moves, and a model step runs only with no stray entry left."""
     pre, step = _steps(e)
-    if step.action not in (Action.LIST_INBOX, Action.MOVE_DEPOSIT, Action.MODEL_FINAL,
-                           Action.MODEL_TOOL_USE):
+    if step.action not in _DRAIN_OR_MODEL:
         return True
     return not pre.agents[pre.procs[step.actor].agent].uncommitted
 
@@ -523,7 +563,8 @@ INVARIANTS: dict[str, Invariant] = {
     "I-3": Invariant("writers never drive", Kind.STEP, i3_writers_never_drive),
     "I-4": Invariant("transcript numbering", Kind.STEP, i4_transcript_numbering),
     "I-5": Invariant("no deposit lost or duplicated", Kind.STATE, i5_no_deposit_lost),
-    "I-6": Invariant("delivery order", Kind.STEP, i6_delivery_order),
+    "I-6": Invariant("delivery order", Kind.STEP, i6_delivery_order,
+                     frozenset({Action.MOVE_DEPOSIT})),
     "I-7": Invariant("no lost wakeup", Kind.STATE, i7_no_lost_wakeup),
     "I-8": Invariant("funded launches", Kind.STEP, i8_funded_launches),
     "I-9": Invariant("pin 2", Kind.STEP, i9_pin_2),
@@ -532,15 +573,21 @@ INVARIANTS: dict[str, Invariant] = {
     "I-12": Invariant("a reply is owed once", Kind.STEP, i12_reply_owed_once),
     "I-13": Invariant("exchange termination", Kind.GRAPH, None),
     "I-14": Invariant("returned mark", Kind.STEP, i14_returned_mark),
-    "I-15": Invariant("sweep idempotence", Kind.STEP, i15_sweep_idempotence),
-    "I-16": Invariant("sweep soundness", Kind.STEP, i16_sweep_soundness),
+    "I-15": Invariant("sweep idempotence", Kind.STEP, i15_sweep_idempotence,
+                      frozenset({Action.SWEEP})),
+    "I-16": Invariant("sweep soundness", Kind.STEP, i16_sweep_soundness,
+                      frozenset({Action.SWEEP})),
     "I-17": Invariant("existence before deposit", Kind.STEP, i17_existence),
-    "I-18": Invariant("stray recovery", Kind.STEP, i18_stray_recovery),
+    "I-18": Invariant("stray recovery", Kind.STEP, i18_stray_recovery, _DRAIN_OR_MODEL),
     "I-19": Invariant("recovery after a crash", Kind.STATE, i19_recovery),
 }
 TITLES = {k: v.title for k, v in INVARIANTS.items()}
 _STATE = [(k, v.holds) for k, v in INVARIANTS.items() if v.kind is Kind.STATE and v.holds]
-_STEP = [(k, v.holds) for k, v in INVARIANTS.items() if v.kind is Kind.STEP and v.holds]
+_STEP = [(k, v.holds, v.actions) for k, v in INVARIANTS.items()
+         if v.kind is Kind.STEP and v.holds]
+# The step predicates that concern each kind of step, in table order.
+_STEP_FOR: dict[Action, list[tuple[str, Predicate]]] = {
+    act: [(k, fn) for k, fn, acts in _STEP if acts is None or act in acts] for act in Action}
 
 
 def quiescent(st: State) -> bool:
@@ -555,4 +602,4 @@ def state_violations(st: State, scope: Scope) -> list[str]:
 
 def step_violations(pre: State, step: Step, post: State, scope: Scope) -> list[str]:
     e = Edge(pre, step, post, scope)
-    return [k for k, fn in _STEP if not fn(e)]
+    return [k for k, fn in _STEP_FOR[step.action] if not fn(e)]

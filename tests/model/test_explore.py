@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import pytest
 from lernie_spec.check import Outcome, run
-from lernie_spec.explore import explore
-from lernie_spec.model import Profile, Scope
-from lernie_spec.properties import quiescent
-from lernie_spec.variants import BY_NAME, DEFAULT, VARIANTS, NamedScope, Variant
+from lernie_spec.coverage import Coverage
+from lernie_spec.explore import canonical, explore
+from lernie_spec.model import Profile, Scope, State, initial, successors
+from lernie_spec.properties import quiescent, state_violations, step_violations
+from lernie_spec.variants import BY_NAME, DEFAULT, SCOPES, VARIANTS, NamedScope, Variant
 
 _CACHE: dict[str, Outcome] = {}
 
@@ -24,8 +25,10 @@ def outcome(name: str) -> Outcome:
 
 
 @pytest.mark.parametrize("scope", DEFAULT, ids=lambda s: s.name)
-def test_i_1_to_i_18_reference_holds_in_each_default_scope(scope: NamedScope) -> None:
-    r = explore(Profile(), scope.scope)
+def test_i_1_to_i_19_reference_holds_in_each_default_scope(
+    scope: NamedScope, reference_run: Coverage
+) -> None:
+    r = reference_run.runs[scope.name]
     assert r.complete
     assert r.violations == {}
     assert r.states > 1000  # the scope is not trivially small
@@ -91,12 +94,57 @@ def test_i_13_ping_pong_is_a_lasso_of_42_plus_24_steps() -> None:
     assert not any(quiescent(st) for _, st in loop)
 
 
-def test_i_13_reply_debt_makes_the_same_exchange_terminate() -> None:
-    r = explore(Profile(), next(ns.scope for ns in DEFAULT if ns.name == "exchange"))
+def test_i_13_reply_debt_makes_the_same_exchange_terminate(reference_run: Coverage) -> None:
+    r = reference_run.runs["exchange"]
     assert r.complete and "I-13" not in r.violations
 
 
-def test_every_default_scope_is_small() -> None:
+def test_every_default_scope_is_small(reference_run: Coverage) -> None:
     assert all(isinstance(ns.scope, Scope) for ns in DEFAULT)
-    total = sum(explore(Profile(), ns.scope, liveness=False).states for ns in DEFAULT)
-    assert total < 400_000
+    assert set(reference_run.runs) == {ns.name for ns in DEFAULT}
+    assert reference_run.states < 400_000
+
+
+def _reachable(scope: Scope) -> list[State]:
+    st0 = initial(scope)
+    seen, todo = {st0}, [st0]
+    while todo:
+        for _, nxt in successors(todo.pop(), Profile(), scope):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return list(seen)
+
+
+def test_symmetry_the_model_and_the_invariants_commute_with_process_order() -> None:
+    """SPEC §19's proof obligation, checked on every state of `races` (three
+    processes): reversing the process order permutes the successors and
+    changes no state or step verdict."""
+    scope = SCOPES["races"].scope
+    checked = 0
+    for st in _reachable(scope):
+        if len(st.procs) < 2:
+            continue
+        flipped = st._replace(procs=st.procs[::-1])
+        assert canonical(flipped) == canonical(st)
+        assert state_violations(flipped, scope) == state_violations(st, scope)
+
+        def edges(s: State) -> dict[tuple[str, str, State], list[str]]:
+            return {(step.rule, step.text, canonical(nxt)): step_violations(s, step, nxt, scope)
+                    for step, nxt in successors(s, Profile(), scope)}
+
+        assert edges(flipped) == edges(st)
+        checked += 1
+    assert checked > 500
+
+
+@pytest.mark.parametrize("name", ["reference", "bl-9c8f-no-release-rule", "litany-0.0.12",
+                                  "no-stray-recovery", "bl-7318-release-by-close"])
+def test_symmetry_reduction_keeps_every_verdict_and_shortest_trace(name: str) -> None:
+    v = BY_NAME[name]
+    scope = SCOPES["races"].scope
+    full = explore(v.profile, scope, symmetry=False)
+    reduced = explore(v.profile, scope)
+    assert reduced.states < full.states
+    assert {k: len(x.trace) for k, x in reduced.violations.items()} == {
+        k: len(x.trace) for k, x in full.violations.items()}

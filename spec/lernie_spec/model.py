@@ -651,13 +651,13 @@ def _start(st: State, prof: Profile, a: int, who: str) -> Succ:
 
 
 def _hop_start(st: State, prof: Profile, p: Proc) -> Proc:
-    """Where a hop begins its work, in lernie_ref's order: R-STEP-2 settle a
-    crashed tool window, then R-DRAIN-2 recover strays, then R-DRAIN-3 list."""
+    """Where a hop begins its work, in lernie_ref's order: R-DRAIN-2 recover
+    strays, then R-STEP-2 settle a crashed tool window, then R-DRAIN-3 list."""
     ag = st.agents[p.agent]
-    if ag.window is Window.OPEN and prof.crash_settlement:
-        return p._replace(pc=Pc.SETTLE_WINDOW)
     if ag.uncommitted and prof.stray_recovery:
         return p._replace(pc=Pc.RECOVER_STRAYS)
+    if ag.window is Window.OPEN and prof.crash_settlement:
+        return p._replace(pc=Pc.SETTLE_WINDOW)
     return p._replace(pc=Pc.LIST_INBOX)
 
 
@@ -1070,9 +1070,9 @@ PROGRAMS: dict[Role, tuple[Instruction, ...]] = {
         Instruction(Pc.LAUNCH_RECIPIENT, _sub(probe_release_launch, Pc.DONE), "R-LAUNCH-1"),
     ),
     Role.DRIVER: (
-        # the hop (R-STEP-1 took the lease): settle, strays, drain, warrant, step
-        Instruction(Pc.SETTLE_WINDOW, settle_window, "R-STEP-2"),
+        # the hop (R-STEP-1 took the lease): strays, settle, drain, warrant, step
         Instruction(Pc.RECOVER_STRAYS, recover_stray, "R-DRAIN-2"),
+        Instruction(Pc.SETTLE_WINDOW, settle_window, "R-STEP-2"),
         Instruction(Pc.LIST_INBOX, drain_list, "R-DRAIN-1, R-DRAIN-3, R-STEP-3"),
         Instruction(Pc.MOVE_DEPOSIT, drain_move, "R-DRAIN-4"),
         Instruction(Pc.COMMIT_ENTRY, commit_entry, "R-TR-3, R-STEP-3"),

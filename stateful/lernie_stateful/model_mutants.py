@@ -123,17 +123,18 @@ CATALOGUE: tuple[Mutant, ...] = (
       "    if False:\n        n = _free(ag, p.sender)"),
     M("commit-forgets-deposit", "a commit does not account for its delivered deposit (I-5)",
       "in_flight=_flight_remove(st.in_flight, d))", "in_flight=st.in_flight)"),
-    M("settle-after-strays", "the hop recovers strays before settling (the old order)",
-      "    if ag.window is Window.OPEN and prof.crash_settlement:\n"
-      "        return p._replace(pc=Pc.SETTLE_WINDOW)\n"
-      "    if ag.uncommitted and prof.stray_recovery:\n"
-      "        return p._replace(pc=Pc.RECOVER_STRAYS)\n",
+    M("settle-before-strays", "the hop settles a crashed window before it recovers strays",
       "    if ag.uncommitted and prof.stray_recovery:\n"
       "        return p._replace(pc=Pc.RECOVER_STRAYS)\n"
       "    if ag.window is Window.OPEN and prof.crash_settlement:\n"
       "        return p._replace(pc=Pc.SETTLE_WINDOW)\n",
-      equivalent="a stray exists only after a drain, which follows settlement in the same hop, "
-      "and nothing between them opens a window: the two tests are never both true"),
+      "    if ag.window is Window.OPEN and prof.crash_settlement:\n"
+      "        return p._replace(pc=Pc.SETTLE_WINDOW)\n"
+      "    if ag.uncommitted and prof.stray_recovery:\n"
+      "        return p._replace(pc=Pc.RECOVER_STRAYS)\n",
+      equivalent="the model's strays are delivered deposits, and a model entry's rename and "
+      "commit are one step (SPEC §19 Atomicity), so a stray and an open window never meet at "
+      "a hop's start; in the code they do, and tests/fault/test_recovery.py pins the order"),
     M("no-stop-cascade", "`lernie stop` does not reach descendants (R-STOP-3)",
       "if prof.stop_cascade:", "if False:",
       equivalent="no invariant asks a stop to reach a child: a child that is not stopped "

@@ -125,8 +125,9 @@ def ends(point: Point) -> frozenset[Action]:
 
 
 _GRAVEYARD: list[object] = []
-"""Every abandoned generator, referenced for the life of the process: a crashed actor
-must never be finalised (finalising would run its ``finally`` clauses)."""
+"""Every actor's generator, referenced for the life of the process: a crashed or
+abandoned actor must never be finalised (that would run its ``finally`` clauses,
+on descriptors the crash closed and the kernel may since have handed out again)."""
 
 
 class Divergence(AssertionError):
@@ -521,6 +522,7 @@ class World:
         act = RealActor(self.next_key, kind, agent, gen)
         self.next_key += 1
         self.actors[act.key] = act
+        _GRAVEYARD.append(gen)  # never finalised, whatever happens to the run
         return act
 
     def step(self, act: RealActor) -> Passed | None:

@@ -53,7 +53,7 @@ def _shrink_budget(seconds: float) -> Iterator[None]:
 def run(examples: int, seed: int, steps: int, bug: Bug | None = None,
         shrink: float = 30.0) -> Outcome:
     """Run the machine for ``examples`` programs of ``steps`` rules, seeded by ``seed``."""
-    counter = {"examples": 0, "first": 0.0}
+    counter: dict[str, float] = {"examples": 0, "first": 0.0}
     start = time.monotonic()
 
     class Machine(refinement.RefinementMachine):
@@ -91,7 +91,7 @@ def run(examples: int, seed: int, steps: int, bug: Bug | None = None,
             if not counter["first"]:
                 counter["first"] = time.monotonic() - start
     seconds = counter["first"] if failed else time.monotonic() - start
-    return Outcome(failed, counter["examples"], seconds, program, message)
+    return Outcome(failed, int(counter["examples"]), seconds, program, message)
 
 
 def refine_main(argv: list[str]) -> int:

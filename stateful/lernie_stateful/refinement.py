@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from hypothesis import strategies as st
+from hypothesis import strategies as hst
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 from lernie_spec import model as M
 from lernie_spec.model import NOBODY, USER, Action, Scope, State
@@ -166,12 +166,17 @@ class ChoiceModel:
     def __init__(self) -> None:
         self.queue: dict[str, list[list[Block]]] = {}
         self.calls = 0
+        self.may_dispatch: Callable[[str], bool] = lambda agent_id: True
 
     def call(self, request: ModelRequest, should_stop: Callable[[], bool]) -> ModelReply:
         self.calls += 1
         q = self.queue.get(request.agent_id) or []
         if q:
-            return ModelReply(q.pop(0))
+            blocks = q.pop(0)
+            if any(b.get("name") == "dispatch" for b in blocks) and not self.may_dispatch(
+                    request.agent_id):  # the world has no room for another child: a no-op
+                blocks = [tool_use_block(str(blocks[0]["id"]), "look", {})]
+            return ModelReply(blocks)
         return ModelReply([text_block("done")])
 
 
@@ -258,6 +263,8 @@ class World:
         root_id = self.ws.mint_root(self.clock)
         self.ws.create_root_agent(root_id, "p", "goal")
         self.ids[0] = root_id
+        self.model.may_dispatch = lambda aid: any(
+            par == self.index(aid) and self.ids[c] is None for c, par in enumerate(SCOPE.parents))
         self.actors: dict[int, RealActor] = {}
         self.graveyard: list[RealActor] = []  # crashed in this run
         self.next_key = 0
@@ -347,7 +354,8 @@ class World:
             facts = transcript_facts(entries, a, SCOPE.parents)
             tip = refs[AGENT_REF_PREFIX + aid]
 
-            def at_tip(kind: str, aid: str = aid, tip: str = tip) -> bool:
+            def at_tip(kind: str, aid: str = aid, tip: str = tip,
+                       executor_pending: bool = executor_pending) -> bool:
                 # An executor's entry that landed moves the tip in the model (it commits
                 # next); a result published for the tip is the returned mark in the model,
                 # which publishes and moves the mark in one step (R-DEP-8).
@@ -451,8 +459,9 @@ class World:
         lines = [f"divergence at {what}", "real abstract state:"]
         lines += [f"  {M.name(a)}: {v}" for a, v in enumerate(real)]
         shown = cands or before
-        lines.append("model abstract state(s) " + ("reachable with this label:" if cands
-                                                    else "before the point (no step has its label):"))
+        lines.append("model abstract state(s) " + (
+            "reachable with this label:" if cands
+            else "before the point (no step has its label):"))
         for st, ids in shown[:3]:
             for a, v in enumerate(self.model_view(st, ids)):
                 mark = "" if v == real[a] else "   <-- differs"
@@ -601,7 +610,7 @@ class World:
         self.trace.append(f"{act.key}:driver[{M.name(a)}] {point.name.value}")
         cands = []
         for st, ids in self.models:
-            for step, s2 in M.start_driver(st, M.Profile(), SCOPE, a):
+            for _step, s2 in M.start_driver(st, M.Profile(), SCOPE, a):
                 grew = len(s2.procs) > len(st.procs)
                 if grew == (point.name is Point.HOP_ACQUIRED):
                     cands.append((s2, (*ids, act.key) if grew else ids))
@@ -741,28 +750,28 @@ class RefinementMachine(RuleBasedStateMachine):
     def _existing(self) -> list[int]:
         return [a for a, aid in enumerate(self.world.ids) if aid is not None]
 
-    @rule(data=st.data())
-    def operator_messages(self, data: st.DataObject) -> None:
-        a = data.draw(st.sampled_from(self._existing()), label="agent")
+    @rule(data=hst.data())
+    def operator_messages(self, data: hst.DataObject) -> None:
+        a = data.draw(hst.sampled_from(self._existing()), label="agent")
         self.world.operator_message(a)
 
     @precondition(lambda self: self.world.started < len(self.world.launcher.launches))
-    @rule(data=st.data())
-    def start_launched_driver(self, data: st.DataObject) -> None:
+    @rule(data=hst.data())
+    def start_launched_driver(self, data: hst.DataObject) -> None:
         n = len(self.world.launcher.launches) - self.world.started
-        launch = data.draw(st.integers(0, n - 1), label="launch")
+        launch = data.draw(hst.integers(0, n - 1), label="launch")
         self.world.start_launch(launch)
 
     @precondition(lambda self: bool(self.world.actors))
-    @rule(data=st.data())
-    def step(self, data: st.DataObject) -> None:
-        actor = data.draw(st.sampled_from(sorted(self.world.actors)), label="actor")
+    @rule(data=hst.data())
+    def step(self, data: hst.DataObject) -> None:
+        actor = data.draw(hst.sampled_from(sorted(self.world.actors)), label="actor")
         self.world.step(self.world.actors[actor])
 
     @precondition(lambda self: bool(self.world.actors))
-    @rule(data=st.data())
-    def crash(self, data: st.DataObject) -> None:
-        actor = data.draw(st.sampled_from(sorted(self.world.actors)), label="actor")
+    @rule(data=hst.data())
+    def crash(self, data: hst.DataObject) -> None:
+        actor = data.draw(hst.sampled_from(sorted(self.world.actors)), label="actor")
         self.world.crash(self.world.actors[actor])
 
     @rule()
@@ -770,21 +779,21 @@ class RefinementMachine(RuleBasedStateMachine):
         self.world.scan()
 
     @precondition(lambda self: bool(self.world.stoppable()))
-    @rule(data=st.data())
-    def stop(self, data: st.DataObject) -> None:
-        agent = data.draw(st.sampled_from(self.world.stoppable()), label="agent")
+    @rule(data=hst.data())
+    def stop(self, data: hst.DataObject) -> None:
+        agent = data.draw(hst.sampled_from(self.world.stoppable()), label="agent")
         self.world.stop(agent)
 
-    @rule(data=st.data())
-    def model_replies(self, data: st.DataObject) -> None:
+    @rule(data=hst.data())
+    def model_replies(self, data: hst.DataObject) -> None:
         w = self.world
-        a = data.draw(st.sampled_from(self._existing()), label="agent")
+        a = data.draw(hst.sampled_from(self._existing()), label="agent")
         kinds = ["final", "noop"]
         others = [t for t in self._existing() if t != a]
         if others:
             kinds.append("message")
         if any(par == a and w.ids[c] is None for c, par in enumerate(SCOPE.parents)):
             kinds.append("dispatch")
-        kind = data.draw(st.sampled_from(kinds), label="script")
-        target = data.draw(st.sampled_from(others), label="to") if kind == "message" else NOBODY
+        kind = data.draw(hst.sampled_from(kinds), label="script")
+        target = data.draw(hst.sampled_from(others), label="to") if kind == "message" else NOBODY
         w.script(a, kind, target)

@@ -15,11 +15,11 @@ from collections.abc import Callable, Iterator
 from types import SimpleNamespace
 from typing import Any, NamedTuple
 
-import lernie_ref.actors.drain as drain
+import lernie_ref.actors.drain as drain_module
 import lernie_ref.actors.exit_protocol as exit_protocol
 import lernie_ref.actors.hop as hop
 import lernie_ref.actors.release as release
-import lernie_ref.actors.sweep as sweep
+import lernie_ref.actors.sweep as sweep_module
 import lernie_ref.actors.writer as writer
 import lernie_ref.reply as reply
 import lernie_ref.reply_debt as reply_debt
@@ -29,6 +29,9 @@ from lernie_ref.core.ids import parent_of
 from lernie_ref.core.vocab import MESSAGES_DIR, TOOL_ORIGIN, Epitaph, MarkKind, Point
 from lernie_ref.substrate.lock import ExecutorLock
 from lernie_ref.substrate.workspace import Workspace
+
+drain: Any = drain_module  # patched at the names the actors call through
+sweep: Any = sweep_module
 
 
 @contextlib.contextmanager
@@ -88,7 +91,7 @@ def _unlink_before_commit() -> contextlib.AbstractContextManager[None]:
         drain.commit(git, worktree, [f"{MESSAGES_DIR}/{name}"],
                      drain.commit_subject(seq, item.sender, agent_id), op="transcript")
         yield Passed(Point.DRAIN_COMMITTED, agent_id, name)
-        return name
+        return str(name)
 
     return _patched(drain, "deliver_actor", deliver)
 

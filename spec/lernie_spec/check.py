@@ -284,9 +284,25 @@ def _kit(verb: str) -> Callable[[list[str]], int]:
     return run_kit
 
 
+def _refine(argv: list[str]) -> int:
+    """The implementation against the model (lernie_stateful.refinement)."""
+    from lernie_stateful.refine_cli import refine_main
+
+    return refine_main(argv)
+
+
+def _bugs(argv: list[str]) -> int:
+    """Seeded implementation bugs under the refinement machine."""
+    from lernie_stateful.refine_cli import bugs_main
+
+    return bugs_main(argv)
+
+
 # Subcommands, dispatched by the first argument; anything else is the checker.
 SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {
     "mutants": _mutants,
+    "refine": _refine,
+    "bugs": _bugs,
     "audit": _kit("audit"),
     "conform": _kit("conform"),
 }

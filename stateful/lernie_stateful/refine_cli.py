@@ -1,0 +1,154 @@
+"""`lernie-check refine` and `lernie-check bugs`: the refinement machine from the command line.
+
+``refine`` runs the machine on the installed implementation: exit 0 when no
+divergence shows in N examples, else exit 1 with Hypothesis's shrunk program,
+the swimlane of the implementation's points and the abstract states side by side.
+``bugs`` runs it once per seeded bug (``lernie_stateful.seeded_bugs``) and prints
+bug, caught, examples run, seconds to the first failure and the shrunk program's
+length; exit 0 only when every bug is caught.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import random
+import statistics
+import sys
+import time
+from collections.abc import Iterator
+from typing import NamedTuple
+
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis.stateful import run_state_machine_as_test
+
+from lernie_stateful import refinement
+from lernie_stateful.seeded_bugs import BUGS, BY_NAME, Bug
+
+SCOPES = {"default": 20, "short": 12, "long": 40}
+"""--scope: rules per example (the length of each generated program)."""
+
+
+class Outcome(NamedTuple):
+    failed: bool
+    examples: int
+    seconds: float  # to the first failure (or the whole run)
+    program: list[str]
+    message: str
+
+
+@contextlib.contextmanager
+def _shrink_budget(seconds: float) -> Iterator[None]:
+    """Bound Hypothesis's shrinking (its own limit is five minutes)."""
+    from hypothesis.internal.conjecture import engine
+
+    old = engine.MAX_SHRINKING_SECONDS
+    engine.MAX_SHRINKING_SECONDS = int(seconds)
+    try:
+        yield
+    finally:
+        engine.MAX_SHRINKING_SECONDS = old
+
+
+def run(examples: int, seed: int, steps: int, bug: Bug | None = None,
+        shrink: float = 30.0) -> Outcome:
+    """Run the machine for ``examples`` programs of ``steps`` rules, seeded by ``seed``."""
+    counter: dict[str, float] = {"examples": 0, "first": 0.0}
+    start = time.monotonic()
+
+    class Machine(refinement.RefinementMachine):
+        def __init__(self) -> None:
+            counter["examples"] += 1
+            super().__init__()
+
+        def teardown(self) -> None:
+            try:
+                super().teardown()
+            except BaseException:
+                if not counter["first"]:
+                    counter["first"] = time.monotonic() - start
+                raise
+
+    Machine.__name__ = Machine.__qualname__ = "RefinementMachine"
+    phases = [Phase.generate] + ([Phase.shrink] if shrink > 0 else [])
+    config = settings(max_examples=examples, stateful_step_count=steps, deadline=None,
+                      database=None, phases=phases, report_multiple_bugs=False,
+                      suppress_health_check=list(HealthCheck), print_blob=False)
+    random.seed(seed)
+    patch = bug.apply() if bug is not None else contextlib.nullcontext()
+    failed, message, program = False, "", []
+    with patch, _shrink_budget(shrink):
+        try:
+            run_state_machine_as_test(Machine, settings=config)
+        except BaseException as exc:  # the machine's verdict, shown below
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            failed = True
+            message = str(exc)
+            notes = getattr(exc, "__notes__", [])
+            program = [n for n in "\n".join(notes).splitlines()
+                       if n.startswith("state.") and "teardown" not in n]
+            if not counter["first"]:
+                counter["first"] = time.monotonic() - start
+    seconds = counter["first"] if failed else time.monotonic() - start
+    return Outcome(failed, int(counter["examples"]), seconds, program, message)
+
+
+def refine_main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="lernie-check refine",
+                                 description="run the implementation against the model")
+    ap.add_argument("--examples", type=int, default=30)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--scope", choices=sorted(SCOPES), default="default")
+    ap.add_argument("--shrink", type=float, default=60.0, help="seconds of shrinking at most")
+    ns = ap.parse_args(argv)
+    out = run(ns.examples, ns.seed, SCOPES[ns.scope], shrink=ns.shrink)
+    if not out.failed:
+        print(f"refine: no divergence in {out.examples} examples "
+              f"({SCOPES[ns.scope]} rules each, seed {ns.seed}, {out.seconds:.1f}s)")
+        return 0
+    print("refine: DIVERGENCE")
+    print("shrunk program:")
+    print("  state = RefinementMachine()")
+    for line in out.program:
+        print(f"  {line}")
+    print(out.message)
+    return 1
+
+
+def bugs_main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="lernie-check bugs",
+                                 description="seeded implementation bugs: is each caught?")
+    ap.add_argument("--examples", type=int, default=40)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--scope", choices=sorted(SCOPES), default="default")
+    ap.add_argument("--shrink", type=float, default=10.0)
+    ap.add_argument("--seeds", type=int, default=1,
+                    help="seeds per bug (a benchmark: catch rate and median seconds)")
+    ap.add_argument("--only", action="append", default=[], help="run only this bug")
+    ns = ap.parse_args(argv)
+    chosen = [BY_NAME[n] for n in ns.only] if ns.only else list(BUGS)
+    print(f"{'bug':30} {'caught':>7} {'examples':>8} {'seconds':>8} {'program':>7}")
+    missed = 0
+    for bug in chosen:
+        runs = [run(ns.examples, ns.seed + k, SCOPES[ns.scope], bug, ns.shrink)
+                for k in range(ns.seeds)]
+        caught = [r for r in runs if r.failed]
+        if not caught:
+            missed += 1
+        if ns.seeds == 1:
+            r = runs[0]
+            print(f"{bug.name:30} {'yes' if r.failed else 'NO':>7} {r.examples:>8} "
+                  f"{r.seconds:>8.1f} {len(r.program) if r.failed else '-':>7}", flush=True)
+        else:
+            med = statistics.median(r.seconds for r in caught) if caught else float("nan")
+            print(f"{bug.name:30} {len(caught):>3}/{ns.seeds:<3} "
+                  f"{statistics.median(r.examples for r in runs):>8} {med:>8.1f} "
+                  f"{statistics.median(len(r.program) for r in caught) if caught else '-':>7}",
+                  flush=True)
+    print(f"bugs: {len(chosen) - missed} caught of {len(chosen)}")
+    return 0 if missed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(refine_main(sys.argv[1:]))

@@ -1,0 +1,799 @@
+"""Refinement: the real implementation run against the model, point by point, with crashes.
+
+Several real actors (operator writers, launched drivers and their exec'd successors,
+the scan) share one real workspace; Hypothesis chooses who runs when, who crashes
+where, and what the model adapter answers. After every protocol point an actor
+passes, the model must take steps carrying that point's label (``POINTS`` in
+``lernie_spec.model``) from a state consistent with the run so far, and reach a
+state whose abstraction equals the abstraction of the real workspace; points with
+no model step are declared in ``INTERNAL`` (stuttering). The run keeps the *set* of
+model states consistent with what happened (the model is nondeterministic where the
+implementation is determined by its inputs); an empty set is a divergence, reported
+with the real and the model's abstract states side by side.
+
+The abstraction (``real_view``) reads only files on disk, refs and kernel locks:
+per agent the pending deposits (sender, kind), the transcript facts the model keeps
+(re-derived here from the entry files, independently of both the model's and the
+implementation's decision functions), delivered entries not yet committed, which
+actor holds the executor lock, whether a returned / stopped / budget mark is at the
+tip, and how many recorded launches have not started.
+
+A crash is a real crash: the actor's generator is abandoned without being closed
+(and kept referenced, so it is never finalised: no ``finally``, ``except`` or
+``with`` exit runs), and exactly the descriptors the actor opened are closed, as
+the kernel would close them; temp files, renamed entries and half-made commits stay.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import re
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+from hypothesis import strategies as hst
+from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
+from lernie_spec import model as M
+from lernie_spec.model import NOBODY, USER, Action, Scope, State
+from lernie_spec.properties import state_violations
+
+from lernie_ref.actors.hop import HopDeps, HopResult, Outcome, hop_actor
+from lernie_ref.actors.sweep import scan_actor
+from lernie_ref.actors.writer import message_actor
+from lernie_ref.adapters import ModelReply, ModelRequest
+from lernie_ref.core.actor import Actor, Passed
+from lernie_ref.core.clock import FixedClock
+from lernie_ref.core.entry import Block, text_block, tool_use_block
+from lernie_ref.core.vocab import (
+    AGENT_REF_PREFIX,
+    INBOX_DIR,
+    MARK_REF_PREFIX,
+    MESSAGES_DIR,
+    TOOL_ORIGIN,
+    USER_SENDER,
+    MarkKind,
+    Point,
+)
+from lernie_ref.substrate.config import Config
+from lernie_ref.substrate.launcher import RecordingLauncher
+from lernie_ref.substrate.lock import successor_env
+from lernie_ref.substrate.workspace import Workspace, create_workspace
+
+# ------------------------------------------------------------------ the world
+
+SCOPE = Scope(
+    parents=(NOBODY, 0, 0),  # P, and two children it may dispatch
+    initial=(True, False, False),
+    messages=99, advances=0, stops=99, scans=99, crashes=99, tools=99, sends=99,
+    exhaust=99, max_procs=99, max_seq=99, launch_cap=99, errors=0,
+)
+"""The model's world for refinement: budgets are the program's, not the model's."""
+
+STEP_BUDGET = 4
+"""The real step budget (R-TERM-4): small, so budget exhaustion happens in short runs."""
+
+# ------------------------------------------------------------ point matching
+
+INTERNAL: dict[Point, str] = {
+    Point.DEPOSIT_LISTED: "an operator writer's listing is folded into `lernie message`",
+    Point.DEPOSIT_TEMP_WRITTEN: "a dot-temp no reader accepts (R-DEP-9)",
+    Point.DEPOSIT_COLLIDED: "create-only: the model takes a free number at publication",
+    Point.DEPOSIT_MARKED: "the returned mark: abstracted with the result's publication",
+    Point.PROBE_RELEASED: "the model releases and launches in one step (R-LAUNCH-1): the "
+    "machine runs the launch right after it, and a crash here equals a crash before it",
+    Point.TRANSCRIPT_COMMITTED: "the model commits an executor's entry when it lands",
+    Point.HOP_ACQUIRED: "an exec'd successor adopting the lease (R-LOCK-4)",
+    Point.HOP_SETTLED: "the settlement's entries are matched at their rename",
+    Point.HOP_WARRANT: "the warrant is folded into the step that ends the drain",
+    Point.HOP_MODEL_RETURNED: "the model's reply is matched when its entry lands",
+    Point.HOP_ASSISTANT_COMMITTED: "the model's reply is matched when its entry lands",
+    Point.HOP_TOOL_RAN: "a tool runs a writer straight through (see FOLDED)",
+    Point.HOP_TOOLS_RAN: "the baton: the successor continues as the same model process",
+    Point.TERMINAL_RECIPIENT: "the recipient is decided with the terminal event",
+    Point.DRAIN_STRAY_COMMITTED: "a stray model/tool entry: already counted when it landed",
+    Point.DRAIN_REMATERIALIZED: "the model never removes a worktree",
+}
+"""Implementation points with no model step of their own (stuttering): the abstract
+state must be unchanged, except at ``UNCHECKED`` points, after which the same actor
+runs on to its next point before anything else happens."""
+
+UNCHECKED = frozenset({Point.PROBE_RELEASED})
+
+FOLDED: dict[Point, frozenset[Action]] = {
+    Point.HOP_TOOL_RAN: frozenset(
+        {Action.LIST_FOR_DEPOSIT, Action.PUBLISH, Action.PROBE, Action.PROBE_RELEASE_LAUNCH}
+    ),
+}
+"""Model steps the implementation takes inside one point without a point of their own."""
+
+MAX_PATH = 5
+
+
+def ends(point: Point) -> frozenset[Action]:
+    """The model actions labelled with ``point`` (``lernie_spec.model.POINTS``)."""
+    return frozenset(a for a, ps in M.POINTS.items() if point in ps)
+
+
+# ------------------------------------------------------------ the real side
+
+
+_GRAVEYARD: list[object] = []
+"""Every actor's generator, referenced for the life of the process: a crashed or
+abandoned actor must never be finalised (that would run its ``finally`` clauses,
+on descriptors the crash closed and the kernel may since have handed out again)."""
+
+
+class Divergence(AssertionError):
+    """The implementation did something no model step explains."""
+
+
+@dataclass
+class RealActor:
+    key: int
+    kind: str  # "writer" | "driver"
+    agent: int
+    gen: Actor[object]
+    fds: set[int] = field(default_factory=set)
+    done: bool = False
+    stop: bool = False
+    points: list[Passed] = field(default_factory=list)
+
+
+def _open_fds() -> set[int]:
+    out = set()
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        try:
+            os.fstat(fd)
+        except OSError:
+            continue
+        out.add(fd)
+    return out
+
+
+class ChoiceModel:
+    """A model adapter whose replies the machine chooses (queued per agent)."""
+
+    model_id = "choice"
+
+    def __init__(self) -> None:
+        self.queue: dict[str, list[list[Block]]] = {}
+        self.calls = 0
+        self.may_dispatch: Callable[[str], bool] = lambda agent_id: True
+
+    def call(self, request: ModelRequest, should_stop: Callable[[], bool]) -> ModelReply:
+        self.calls += 1
+        q = self.queue.get(request.agent_id) or []
+        if q:
+            blocks = q.pop(0)
+            if any(b.get("name") == "dispatch" for b in blocks) and not self.may_dispatch(
+                    request.agent_id):  # the world has no room for another child: a no-op
+                blocks = [tool_use_block(str(blocks[0]["id"]), "look", {})]
+            return ModelReply(blocks)
+        return ModelReply([text_block("done")])
+
+
+class Ticking(FixedClock):
+    def __init__(self) -> None:
+        super().__init__(1_700_000_000_000_000_000, 1_000_003)
+
+
+# ------------------------------------------------------------ the abstraction
+
+
+class AgentView(NamedTuple):
+    exists: bool
+    inbox: tuple[tuple[int, str], ...]
+    last_prompter: int
+    answered: bool
+    asked_since_answer: bool
+    owed_at_answer: bool
+    call_due: bool
+    window: str
+    uncommitted: tuple[tuple[int, str], ...]
+    returned_at_tip: bool
+    parked_at_tip: bool
+    pending_launches: int
+    holders: frozenset[object]
+
+
+View = tuple[AgentView, ...]
+
+_FRONT = re.compile(r"^---\n(.*?)\n---\n", re.S)
+_ENTRY = re.compile(r"^(\d+)-(.+)\.(md|json)$")
+_DEPOSIT = re.compile(r"^(.+)-(\d+)\.md$")
+
+
+def _kind_of(text: str) -> str:
+    m = _FRONT.match(text)
+    if m:
+        for line in m.group(1).split("\n"):
+            if line.startswith("epitaph: "):
+                return line[len("epitaph: "):]
+    return M.PLAIN
+
+
+def transcript_facts(entries: Sequence[tuple[str, object]], me: int,
+                     parents: tuple[int, ...]) -> tuple[int, bool, bool, bool, bool, str]:
+    """The model's transcript facts, replayed plainly over the entries in order.
+
+    Each entry is ``("delivered", (sender, kind))``, ``("model", tool_uses)`` or
+    ``("tool", None)``."""
+    last, answered, asked, owed, due, window = NOBODY, False, False, False, False, "closed"
+    for kind, data in entries:
+        if kind == "delivered":
+            assert isinstance(data, tuple)
+            sender, dkind = data
+            plain = dkind == M.PLAIN
+            if window == "open":
+                window = "buried"
+            if plain and sender != me:
+                last = sender
+            if sender != me and (plain or (sender >= 0 and parents[sender] == me)):
+                asked = True
+            due = True
+        elif kind == "model":
+            if data:
+                window, due = "open", False
+            else:
+                owed = (not answered) or asked
+                answered, asked, due = True, False, False
+        else:
+            window, due = "closed", True
+    return last, answered, asked, owed, due, window
+
+
+class World:
+    """One real workspace, its actors, and the set of model states consistent with it."""
+
+    def __init__(self, root: Path) -> None:
+        self.ws: Workspace = create_workspace(root / "ws")
+        self.clock = Ticking()
+        self.launcher = RecordingLauncher()
+        self.model = ChoiceModel()
+        self.config = Config(step_budget=STEP_BUDGET)
+        self.ids: list[str | None] = [None] * len(SCOPE.parents)
+        root_id = self.ws.mint_root(self.clock)
+        self.ws.create_root_agent(root_id, "p", "goal")
+        self.ids[0] = root_id
+        self.model.may_dispatch = lambda aid: any(
+            par == self.index(aid) and self.ids[c] is None for c, par in enumerate(SCOPE.parents))
+        self.actors: dict[int, RealActor] = {}
+        self.graveyard: list[RealActor] = []  # crashed in this run
+        self.next_key = 0
+        self.started = 0  # launches started (a prefix of launcher.launches)
+        self.models: list[tuple[State, tuple[int, ...]]] = [(M.initial(SCOPE), ())]
+        self.trace: list[str] = []  # the implementation's points, swimlane rows
+        self.replies = 0
+
+    # -------------------------------------------------------------- ids
+
+    def index(self, agent_id: str) -> int:
+        if agent_id == USER_SENDER:
+            return USER
+        if agent_id in self.ids:
+            return self.ids.index(agent_id)
+        return NOBODY
+
+    def _adopt_new_agents(self) -> None:
+        """Give each agent a dispatch created its model index (the parent's first free child)."""
+        known = set(i for i in self.ids if i)
+        for aid in self.ws.agent_ids():
+            if aid in known:
+                continue
+            parent = next((i for i in self.ids if i and aid.startswith(i + "-")), None)
+            p = self.ids.index(parent) if parent else NOBODY
+            slot = next((c for c, par in enumerate(SCOPE.parents)
+                         if par == p and self.ids[c] is None), None)
+            if slot is None:
+                raise Divergence(f"agent {aid} has no place in the model's world")
+            self.ids[slot] = aid
+
+    # -------------------------------------------------------------- the view
+
+    def real_view(self) -> View:
+        ws = self.ws
+        self._adopt_new_agents()
+        refs: dict[str, str] = {}
+        out = ws.git.run(ws.repo_git, ["for-each-ref", "--format=%(refname) %(objectname)",
+                                       AGENT_REF_PREFIX, MARK_REF_PREFIX]).stdout
+        for line in out.splitlines():
+            name, _, sha = line.partition(" ")
+            refs[name] = sha
+        unstarted = [a for _, a in self.launcher.launches[self.started:]]
+        published = self._published_results()
+        views = []
+        for a, aid in enumerate(self.ids):
+            if aid is None or AGENT_REF_PREFIX + aid not in refs:
+                views.append(AgentView(False, (), NOBODY, False, False, False, False, "closed",
+                                       (), False, False, 0, frozenset()))
+                continue
+            inbox = ws.root / INBOX_DIR / aid
+            pend: list[tuple[int, str]] = []
+            if inbox.is_dir():
+                for name in os.listdir(inbox):
+                    m = _DEPOSIT.match(name)
+                    if m and not name.startswith("."):
+                        text = (inbox / name).read_bytes().decode("utf-8", "replace")
+                        pend.append((self.index(m.group(1)), _kind_of(text)))
+            wt = ws.worktree(aid)
+            files = sorted(os.listdir(wt / MESSAGES_DIR)) if (wt / MESSAGES_DIR).is_dir() else []
+            tracked = set(ws.git.run(wt, ["ls-files", "--", MESSAGES_DIR]).stdout.split())
+            entries: list[tuple[str, object]] = []
+            uncommitted: list[tuple[int, str]] = []
+            executor_pending = False
+            for name in sorted(files, key=lambda n: int(_ENTRY.match(n).group(1))  # type: ignore[union-attr]
+                               if _ENTRY.match(n) else 0):
+                m = _ENTRY.match(name)
+                if not m:
+                    continue
+                data = (wt / MESSAGES_DIR / name).read_bytes()
+                committed = f"{MESSAGES_DIR}/{name}" in tracked
+                if m.group(3) == "md":
+                    d = (self.index(m.group(2)), _kind_of(data.decode("utf-8", "replace")))
+                    entries.append(("delivered", d))
+                    if not committed:
+                        uncommitted.append(d)
+                elif m.group(2) == TOOL_ORIGIN:
+                    entries.append(("tool", None))
+                    executor_pending |= not committed
+                else:
+                    blocks = json.loads(data)
+                    blocks = blocks.get("content", blocks) if isinstance(blocks, dict) else blocks
+                    uses = sum(1 for b in blocks if isinstance(b, dict)
+                               and b.get("type") == "tool_use")
+                    entries.append(("model", uses))
+                    executor_pending |= not committed
+            facts = transcript_facts(entries, a, SCOPE.parents)
+            tip = refs[AGENT_REF_PREFIX + aid]
+
+            def at_tip(kind: str, aid: str = aid, tip: str = tip,
+                       executor_pending: bool = executor_pending) -> bool:
+                # An executor's entry that landed moves the tip in the model (it commits
+                # next); a result published for the tip is the returned mark in the model,
+                # which publishes and moves the mark in one step (R-DEP-8).
+                mark = refs.get(f"{MARK_REF_PREFIX}{kind}/{aid}") == tip
+                if kind == MarkKind.RETURNED.value:
+                    mark = mark or (aid, tip) in published
+                return mark and not executor_pending
+
+            views.append(AgentView(
+                True, tuple(sorted(pend)), *facts, tuple(sorted(uncommitted)),
+                at_tip(MarkKind.RETURNED.value),
+                at_tip(MarkKind.STOPPED.value) or at_tip(MarkKind.BUDGET_EXHAUSTED.value),
+                unstarted.count(aid), self._holders(inbox)))
+        return tuple(views)
+
+    def _published_results(self) -> set[tuple[str, str]]:
+        """(author, terminal_ref) of every result file pending or delivered anywhere."""
+        out: set[tuple[str, str]] = set()
+        dirs = [self.ws.root / INBOX_DIR / aid for aid in self.ids if aid]
+        dirs += [self.ws.worktree(aid) / MESSAGES_DIR for aid in self.ids if aid]
+        for d in dirs:
+            if not d.is_dir():
+                continue
+            for name in os.listdir(d):
+                if name.startswith(".") or not name.endswith(".md"):
+                    continue
+                m = _FRONT.match((d / name).read_bytes().decode("utf-8", "replace"))
+                if not m:
+                    continue
+                head = dict(line.partition(": ")[::2] for line in m.group(1).split("\n"))
+                if "terminal_ref" in head:
+                    out.add((head.get("from", ""), head["terminal_ref"]))
+        return out
+
+    def _holders(self, inbox: Path) -> frozenset[object]:
+        """Who holds the executor lock, read from the kernel: a fresh description's
+        try-lock tells whether it is held, descriptor ownership by whom."""
+        try:
+            fd = os.open(inbox, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            return frozenset()
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                    raise
+                want = os.fstat(fd)
+                owners: set[object] = set()
+                for act in self.actors.values():
+                    for f in act.fds:
+                        with contextlib.suppress(OSError):
+                            st = os.fstat(f)
+                            if (st.st_dev, st.st_ino) == (want.st_dev, want.st_ino):
+                                owners.add(act.key)
+                return frozenset(owners or {"?"})
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return frozenset()
+        finally:
+            os.close(fd)
+
+    @staticmethod
+    def model_view(st: State, ids: tuple[int, ...]) -> View:
+        views = []
+        for a, ag in enumerate(st.agents):
+            if not ag.exists:
+                views.append(AgentView(False, (), NOBODY, False, False, False, False, "closed",
+                                       (), False, False, 0, frozenset()))
+                continue
+            holders: set[object] = {ids[i] for i, p in enumerate(st.procs)
+                                    if (p.lease and p.agent == a) or p.probe_on == a}
+            if ag.forked_holder:
+                holders.add("forked")
+            views.append(AgentView(
+                True, tuple(sorted((f.sender, f.kind) for f in ag.inbox)), ag.last_prompter,
+                ag.answered, ag.asked_since_answer, ag.owed_at_answer, ag.call_due,
+                ag.window.value, tuple(sorted((d.sender, d.kind) for d in ag.uncommitted)),
+                ag.returned_at_tip, ag.parked_at_tip, ag.pending_launches,
+                frozenset(holders)))
+        return tuple(views)
+
+    # -------------------------------------------------------------- matching
+
+    def _check(self, cands: list[tuple[State, tuple[int, ...]]], what: str,
+               before: list[tuple[State, tuple[int, ...]]]) -> None:
+        real = self.real_view()
+        keep: list[tuple[State, tuple[int, ...]]] = []
+        for c in cands:
+            if self.model_view(*c) == real and c not in keep:
+                keep.append(c)
+        if not keep:
+            raise Divergence(self._report(what, real, before, cands))
+        for st, _ in keep:
+            bad = state_violations(st, SCOPE)
+            if bad:
+                raise Divergence(f"{what}: the model state matched breaks {', '.join(bad)}")
+        self.models = keep
+
+    def _report(self, what: str, real: View, before: list[tuple[State, tuple[int, ...]]],
+                cands: list[tuple[State, tuple[int, ...]]]) -> str:
+        lines = [f"divergence at {what}", "real abstract state:"]
+        lines += [f"  {M.name(a)}: {v}" for a, v in enumerate(real)]
+        shown = cands or before
+        lines.append("model abstract state(s) " + (
+            "reachable with this label:" if cands
+            else "before the point (no step has its label):"))
+        for st, ids in shown[:3]:
+            for a, v in enumerate(self.model_view(st, ids)):
+                mark = "" if v == real[a] else "   <-- differs"
+                lines.append(f"  {M.name(a)}: {v}{mark}")
+            lines.append("  procs: " + ", ".join(f"{ids[i]}:{p.role.name}/{p.pc.value}"
+                                                  for i, p in enumerate(st.procs)))
+        lines.append("implementation points so far:")
+        lines += [f"  {row}" for row in self.trace[-200:]]
+        return "\n".join(lines)
+
+    def _proc_paths(self, st: State, ids: tuple[int, ...], key: int,
+                    allowed: frozenset[Action], final: frozenset[Action],
+                    stutter: bool) -> Iterator[tuple[State, tuple[int, ...]]]:
+        """Model states reachable by steps of actor ``key``'s model process only."""
+        if stutter:
+            yield st, ids
+        frontier = [(st, ids)]
+        for _ in range(MAX_PATH):
+            nxt = []
+            for s, d in frontier:
+                if key not in d:
+                    continue
+                i = d.index(key)
+                for step, s2 in M.PC[s.procs[i].pc](s, M.Profile(), SCOPE, i):
+                    if step.action not in allowed:
+                        continue
+                    d2 = d if len(s2.procs) == len(s.procs) else d[:i] + d[i + 1:]
+                    if step.action in final:
+                        yield s2, d2
+                    nxt.append((s2, d2))
+            frontier = nxt
+
+    def after_point(self, act: RealActor, p: Passed) -> None:
+        name = p.name
+        self.trace.append(f"{act.key}:{act.kind}[{M.name(act.agent)}] {name.value} {p.detail}")
+        what = f"{name.value} by actor {act.key} ({act.kind} of {M.name(act.agent)})"
+        fin = ends(name)
+        folded = FOLDED.get(name, frozenset())
+        stutter = name in INTERNAL
+        if name in UNCHECKED:
+            return
+        cands: list[tuple[State, tuple[int, ...]]] = []
+        for st, ids in self.models:
+            cands += self._proc_paths(st, ids, act.key, fin | folded, fin | folded, stutter)
+        self._check(cands, what, self.models)
+
+    def after_end(self, act: RealActor, error: BaseException | None) -> None:
+        """The actor returned (or raised): its model process must be finished, or finish
+        now by an error exit when it raised (R-STEP-5)."""
+        what = f"end of actor {act.key}" + (f" ({type(error).__name__}: {error})" if error else "")
+        self.trace.append(f"{act.key}:{act.kind}[{M.name(act.agent)}] END" +
+                          (f" {type(error).__name__}" if error else ""))
+        cands: list[tuple[State, tuple[int, ...]]] = []
+        for st, ids in self.models:
+            if act.key not in ids:
+                cands.append((st, ids))
+            elif error is not None:
+                allowed = frozenset({Action.DECLINE, Action.ERROR_EXIT})
+                cands += [(s, d) for s, d in self._proc_paths(st, ids, act.key, allowed,
+                                                                allowed, False)
+                          if act.key not in d]
+        self._check(cands, what, self.models)
+
+    # -------------------------------------------------------------- actors
+
+    def _new_actor(self, kind: str, agent: int, gen: Actor[object]) -> RealActor:
+        act = RealActor(self.next_key, kind, agent, gen)
+        self.next_key += 1
+        self.actors[act.key] = act
+        _GRAVEYARD.append(gen)  # never finalised, whatever happens to the run
+        return act
+
+    def step(self, act: RealActor) -> Passed | None:
+        before = _open_fds()
+        error: BaseException | None = None
+        point: Passed | None = None
+        try:
+            point = next(act.gen)
+        except StopIteration:
+            pass
+        except Exception as exc:  # a library error ends the actor (R-STEP-5)
+            error = exc
+        after = _open_fds()
+        act.fds |= after - before
+        act.fds -= before - after
+        if point is None:
+            act.done = True
+            del self.actors[act.key]
+            self.after_end(act, error)
+            return None
+        act.points.append(point)
+        self.after_point(act, point)
+        if point.name in UNCHECKED:
+            return self.step(act)  # no other actor observes the point in between
+        return point
+
+    def crash(self, act: RealActor) -> None:
+        """SIGKILL: close the descriptors the kernel closes; run nothing of the actor."""
+        for fd in sorted(act.fds):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        act.fds.clear()
+        act.done = True
+        del self.actors[act.key]
+        self.graveyard.append(act)
+        _GRAVEYARD.append(act.gen)
+        self.trace.append(f"{act.key}:{act.kind}[{M.name(act.agent)}] CRASH")
+        cands: list[tuple[State, tuple[int, ...]]] = []
+        for st, ids in self.models:
+            if act.key in ids:
+                i = ids.index(act.key)
+                for _, s2 in M.crash(st, M.Profile(), SCOPE, i):
+                    cands.append((s2, ids[:i] + ids[i + 1:]))
+            else:
+                cands.append((st, ids))
+        self._check(cands, f"crash of actor {act.key}", self.models)
+
+    def operator_message(self, a: int) -> RealActor:
+        aid = self.ids[a]
+        assert aid is not None
+        gen = message_actor(self.ws, aid, f"hello {M.name(a)}", USER_SENDER, self.launcher,
+                            self.clock)
+        act = self._new_actor("writer", a, gen)
+        self.trace.append(f"{act.key}:writer[{M.name(a)}] lernie message")
+        cands = []
+        for st, ids in self.models:
+            for step, s2 in M.ext_message(st, M.Profile(), SCOPE):
+                if step.text == f"user: lernie message {M.name(a)}":
+                    cands.append((s2, (*ids, act.key)))
+        self._check(cands, f"lernie message {M.name(a)}", self.models)
+        return act
+
+    def start_launch(self, n: int) -> RealActor | None:
+        """Start the ``n``-th unstarted launch as a driver actor and run it to its first point."""
+        pending = self.launcher.launches
+        _, aid = pending.pop(self.started + n)
+        pending.insert(self.started, (self.ws.root, aid))
+        self.started += 1
+        a = self.index(aid)
+        act = self._new_actor("driver", a, self._driver(aid, self.next_key))
+        before = _open_fds()
+        point = next(act.gen)
+        after = _open_fds()
+        act.fds |= after - before
+        act.points.append(point)
+        self.trace.append(f"{act.key}:driver[{M.name(a)}] {point.name.value}")
+        cands = []
+        for st, ids in self.models:
+            for _step, s2 in M.start_driver(st, M.Profile(), SCOPE, a):
+                grew = len(s2.procs) > len(st.procs)
+                if grew == (point.name is Point.HOP_ACQUIRED):
+                    cands.append((s2, (*ids, act.key) if grew else ids))
+        self._check(cands, f"{point.name.value}: launched driver {act.key} of {M.name(a)}",
+                    self.models)
+        if point.name is Point.HOP_BUSY:
+            self.step(act)  # it returns at once
+            return None
+        return act
+
+    def _driver(self, aid: str, key: int) -> Actor[object]:
+        """`lernie advance`: a hop and its exec'd successors, adopting the lease (the baton)."""
+
+        def stopped() -> bool:
+            act = self.actors.get(key)
+            return act is not None and act.stop
+
+        deps = HopDeps(self.model, self.launcher, self.clock, self.config, stopped)
+        result: HopResult = yield from hop_actor(self.ws, aid, {}, deps)
+        while result.outcome is Outcome.TOOLS_RAN:
+            assert result.lock is not None
+            result = yield from hop_actor(self.ws, aid, successor_env(result.lock, {}), deps)
+        return result
+
+    def scan(self) -> None:
+        """`lernie scan`, run straight through (one atomic input; the model's sweep is)."""
+        from lernie_ref.core.actor import run
+
+        self.trace.append("scan: lernie scan")
+        run(scan_actor(self.ws, self.launcher, self.clock))
+        cands = []
+        for st, ids in self.models:
+            for _, s1 in M.ext_scan(st, M.Profile(), SCOPE):
+                j = len(s1.procs) - 1
+                for _, s2 in M.sweep(s1, M.Profile(), SCOPE, j):
+                    for _, s3 in M.flush(s2, M.Profile(), SCOPE, j):
+                        cands.append((s3, ids))
+        self._check(cands, "lernie scan", self.models)
+
+    def stoppable(self) -> list[int]:
+        out = set()
+        for st, _ in self.models:
+            for step, _s in M.stop_agent(st, M.Profile(), SCOPE):
+                out.add(step.text.rsplit(" ", 1)[1])
+        return [a for a in range(len(SCOPE.parents)) if M.name(a) in out]
+
+    def stop(self, a: int) -> None:
+        """`lernie stop`: the stop flag of every driver holding the agent's (or a
+        descendant's) lease is set, as SIGTERM sets it (R-STOP-1/3)."""
+        targets = {a} | {c for c in range(len(SCOPE.parents)) if M._descends(SCOPE, c, a)}
+        view = self.real_view()
+        for t in targets:
+            for k in view[t].holders:
+                act = self.actors.get(k) if isinstance(k, int) else None
+                if act is not None and act.kind == "driver" and act.agent == t:
+                    act.stop = True
+        self.trace.append(f"stop: lernie stop {M.name(a)}")
+        cands = []
+        for st, ids in self.models:
+            for step, s2 in M.stop_agent(st, M.Profile(), SCOPE):
+                if step.text == f"operator: lernie stop {M.name(a)}":
+                    cands.append((s2, ids))
+        self._check(cands, f"lernie stop {M.name(a)}", self.models)
+
+    def script(self, a: int, kind: str, target: int = NOBODY) -> None:
+        """Queue the next reply the model adapter gives agent ``a``."""
+        aid = self.ids[a]
+        assert aid is not None
+        self.replies += 1
+        call = f"t{self.replies}"
+        if kind == "final":
+            blocks: list[Block] = [text_block("done")]
+        elif kind == "noop":
+            blocks = [tool_use_block(call, "look", {})]
+        elif kind == "message":
+            to = self.ids[target]
+            assert to is not None
+            blocks = [tool_use_block(call, "message", {"agent": to, "content": "hi"})]
+        else:
+            blocks = [tool_use_block(call, "dispatch", {"goal": "work"})]
+        self.model.queue.setdefault(aid, []).append(blocks)
+
+    # -------------------------------------------------------------- liveness
+
+    def run_all(self, max_steps: int = 2000) -> None:
+        """Bounded liveness: run every live actor and every launch to completion."""
+        steps = 0
+        while self.actors or self.started < len(self.launcher.launches):
+            steps += 1
+            if steps > max_steps:
+                raise Divergence("no quiescence within the step bound (endless exchange?)")
+            if self.actors:
+                self.step(self.actors[min(self.actors)])
+            else:
+                self.start_launch(0)
+
+    def stranded(self) -> list[str]:
+        """Pending deposits that warrant a launch (R-REL-2) with nobody to deliver them."""
+        out = []
+        for a, v in enumerate(self.real_view()):
+            for sender, kind in v.inbox:
+                if kind not in M.PARKED:
+                    out.append(f"{M.name(a)} holds mail from {M.name(sender)} ({kind})")
+        return out
+
+
+# ------------------------------------------------------------ the machine
+
+
+class RefinementMachine(RuleBasedStateMachine):
+    """Rules named as the actions of the protocol's world; Hypothesis interleaves them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._tmp = tempfile.TemporaryDirectory(prefix="lernie-refine-")
+        self.world = World(Path(self._tmp.name))
+
+    def teardown(self) -> None:
+        try:
+            if not getattr(self, "_failed", False):
+                self.world.run_all()
+                if self.world.stranded() and self.world.graveyard:
+                    self.world.scan()  # recovery after a crash is the sweep's job
+                    self.world.run_all()
+                left = self.world.stranded()
+                if left:
+                    raise Divergence("mail the model says must be delivered is stranded: "
+                                     + "; ".join(left))
+        finally:
+            for act in list(self.world.actors.values()):
+                _GRAVEYARD.append(act.gen)
+                for fd in act.fds:
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
+            self._tmp.cleanup()
+
+    def _existing(self) -> list[int]:
+        return [a for a, aid in enumerate(self.world.ids) if aid is not None]
+
+    @rule(data=hst.data())
+    def operator_messages(self, data: hst.DataObject) -> None:
+        a = data.draw(hst.sampled_from(self._existing()), label="agent")
+        self.world.operator_message(a)
+
+    @precondition(lambda self: self.world.started < len(self.world.launcher.launches))
+    @rule(data=hst.data())
+    def start_launched_driver(self, data: hst.DataObject) -> None:
+        n = len(self.world.launcher.launches) - self.world.started
+        launch = data.draw(hst.integers(0, n - 1), label="launch")
+        self.world.start_launch(launch)
+
+    @precondition(lambda self: bool(self.world.actors))
+    @rule(data=hst.data())
+    def step(self, data: hst.DataObject) -> None:
+        actor = data.draw(hst.sampled_from(sorted(self.world.actors)), label="actor")
+        self.world.step(self.world.actors[actor])
+
+    @precondition(lambda self: bool(self.world.actors))
+    @rule(data=hst.data())
+    def crash(self, data: hst.DataObject) -> None:
+        actor = data.draw(hst.sampled_from(sorted(self.world.actors)), label="actor")
+        self.world.crash(self.world.actors[actor])
+
+    @rule()
+    def scan(self) -> None:
+        self.world.scan()
+
+    @precondition(lambda self: bool(self.world.stoppable()))
+    @rule(data=hst.data())
+    def stop(self, data: hst.DataObject) -> None:
+        agent = data.draw(hst.sampled_from(self.world.stoppable()), label="agent")
+        self.world.stop(agent)
+
+    @rule(data=hst.data())
+    def model_replies(self, data: hst.DataObject) -> None:
+        w = self.world
+        a = data.draw(hst.sampled_from(self._existing()), label="agent")
+        kinds = ["final", "noop"]
+        others = [t for t in self._existing() if t != a]
+        if others:
+            kinds.append("message")
+        if any(par == a and w.ids[c] is None for c, par in enumerate(SCOPE.parents)):
+            kinds.append("dispatch")
+        kind = data.draw(hst.sampled_from(kinds), label="script")
+        target = data.draw(hst.sampled_from(others), label="to") if kind == "message" else NOBODY
+        w.script(a, kind, target)

@@ -1255,7 +1255,7 @@ NOT_MODELLED: dict[str, str] = {
 # the implementation passes to a step carrying it, or to its table of internal
 # (stuttering) points.
 
-POINTS: dict[Action, frozenset[Point]] = {
+POINTS: dict[Action, frozenset[str]] = {
     Action.OPERATOR_MESSAGE: frozenset(),
     Action.OPERATOR_ADVANCE: frozenset({Point.HOP_ACQUIRED, Point.HOP_BUSY}),
     Action.OPERATOR_STOP: frozenset(),

@@ -63,7 +63,6 @@ from lernie_ref.core.vocab import (
 )
 from lernie_ref.substrate.config import Config
 from lernie_ref.substrate.launcher import RecordingLauncher
-from lernie_ref.substrate.lock import successor_env
 from lernie_ref.substrate.workspace import Workspace, create_workspace
 
 # ------------------------------------------------------------------ the world
@@ -81,7 +80,7 @@ STEP_BUDGET = 4
 
 # ------------------------------------------------------------ point matching
 
-INTERNAL: dict[Point, str] = {
+INTERNAL: dict[str, str] = {
     Point.DEPOSIT_LISTED: "an operator writer's listing is folded into `lernie message`",
     Point.DEPOSIT_TEMP_WRITTEN: "a dot-temp no reader accepts (R-DEP-9)",
     Point.DEPOSIT_COLLIDED: "create-only: the model takes a free number at publication",
@@ -106,7 +105,7 @@ runs on to its next point before anything else happens."""
 
 UNCHECKED = frozenset({Point.PROBE_RELEASED})
 
-FOLDED: dict[Point, frozenset[Action]] = {
+FOLDED: dict[str, frozenset[Action]] = {
     Point.HOP_TOOL_RAN: frozenset(
         {Action.LIST_FOR_DEPOSIT, Action.PUBLISH, Action.PROBE, Action.PROBE_RELEASE_LAUNCH}
     ),
@@ -116,7 +115,7 @@ FOLDED: dict[Point, frozenset[Action]] = {
 MAX_PATH = 5
 
 
-def ends(point: Point) -> frozenset[Action]:
+def ends(point: str) -> frozenset[Action]:
     """The model actions labelled with ``point`` (``lernie_spec.model.POINTS``)."""
     return frozenset(a for a, ps in M.POINTS.items() if point in ps)
 
@@ -496,8 +495,8 @@ class World:
 
     def after_point(self, act: RealActor, p: Passed) -> None:
         name = p.name
-        self.trace.append(f"{act.key}:{act.kind}[{M.name(act.agent)}] {name.value} {p.detail}")
-        what = f"{name.value} by actor {act.key} ({act.kind} of {M.name(act.agent)})"
+        self.trace.append(f"{act.key}:{act.kind}[{M.name(act.agent)}] {name} {p.detail}")
+        what = f"{name} by actor {act.key} ({act.kind} of {M.name(act.agent)})"
         fin = ends(name)
         folded = FOLDED.get(name, frozenset())
         stutter = name in INTERNAL
@@ -607,14 +606,14 @@ class World:
         after = _open_fds()
         act.fds |= after - before
         act.points.append(point)
-        self.trace.append(f"{act.key}:driver[{M.name(a)}] {point.name.value}")
+        self.trace.append(f"{act.key}:driver[{M.name(a)}] {point.name}")
         cands = []
         for st, ids in self.models:
             for _step, s2 in M.start_driver(st, M.Profile(), SCOPE, a):
                 grew = len(s2.procs) > len(st.procs)
                 if grew == (point.name is Point.HOP_ACQUIRED):
                     cands.append((s2, (*ids, act.key) if grew else ids))
-        self._check(cands, f"{point.name.value}: launched driver {act.key} of {M.name(a)}",
+        self._check(cands, f"{point.name}: launched driver {act.key} of {M.name(a)}",
                     self.models)
         if point.name is Point.HOP_BUSY:
             self.step(act)  # it returns at once
@@ -632,7 +631,7 @@ class World:
         result: HopResult = yield from hop_actor(self.ws, aid, {}, deps)
         while result.outcome is Outcome.TOOLS_RAN:
             assert result.lock is not None
-            result = yield from hop_actor(self.ws, aid, successor_env(result.lock, {}), deps)
+            result = yield from hop_actor(self.ws, aid, result.lock.hand_off({}), deps)
         return result
 
     def scan(self) -> None:

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lernie_ref.core.ids import is_agent_id
-from lernie_ref.core.vocab import AGENT_REF_PREFIX, MARK_REF_PREFIX, MarkKind
+from lernie_ref.core.vocab import AGENT_REF_PREFIX, MARK_REF_PREFIX, NAME_FILE, MarkKind
 from lernie_ref.substrate.gitrun import GitRunner
 
-_PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
+_PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
 _HEX = frozenset("0123456789abcdef")
 _FORMAT = "%00".join(
     ("%(refname)", "%(objectname)", "%(objecttype)", "%(*objectname)", "%(*objecttype)",
@@ -191,13 +191,25 @@ def _object_id(data: bytes) -> str | None:
     return text if _is_oid(text) else None
 
 
+def _plain_ref_component(agent: str) -> bool:
+    """An id whose ref file name is the id itself: plain characters (a child's ``.``
+    included), no leading ``.``, no ``..``, no ``.lock`` ending."""
+    return (
+        is_agent_id(agent)
+        and all(c in _PLAIN for c in agent)
+        and not agent.startswith(".")
+        and ".." not in agent
+        and not agent.endswith(".lock")
+    )
+
+
 def confirm(snapshot: RefSnapshot, files: RefFiles, agent: str) -> AgentRefs | None:
     """The agent's refs now, when git's files show every one unchanged since the snapshot.
 
     Call it holding the agent's lock (R-SCAN-6), so the values cannot move afterwards
     either. ``None``: something moved or the files do not answer plainly; ask git.
     """
-    if not is_agent_id(agent) or not all(c in _PLAIN for c in agent):
+    if not _plain_ref_component(agent):
         return None
     refs = snapshot.agent_refs(agent)
     if refs is None:
@@ -207,3 +219,48 @@ def confirm(snapshot: RefSnapshot, files: RefFiles, agent: str) -> AgentRefs | N
         if files.value(name) != ("" if info is None else info.oid):
             return None
     return refs
+
+
+def names_at(git: GitRunner, repo_git: Path, tips: dict[str, str]) -> dict[str, str | None]:
+    """The trimmed ``name`` blob at each agent's tip, read by one ``git cat-file --batch``.
+
+    ``''`` when the tip has no ``name`` (as :meth:`Registry.agent_name` answers); ``None``
+    for an agent this call cannot answer with certainty (the ``name`` is not a blob, its
+    bytes are not plain UTF-8, the output does not parse): ask per agent instead.
+    """
+    agents = [a for a, tip in tips.items() if _is_oid(tip)]
+    out: dict[str, str | None] = dict.fromkeys(tips)
+    if not agents:
+        return out
+    queries = [f"{tips[a]}:{NAME_FILE}" for a in agents]
+    batch = "".join(q + "\n" for q in queries).encode("utf-8")
+    result = git.run(repo_git, ["cat-file", "--batch"], check=False, input=batch)
+    if result.returncode != 0:
+        return out
+    text, pos = result.stdout, 0
+    for agent, query in zip(agents, queries, strict=True):
+        end = text.find("\n", pos)
+        header = text[pos:] if end < 0 else text[pos:end]
+        if header == f"{query} missing":
+            out[agent] = ""
+            pos = len(text) if end < 0 else end + 1
+            continue
+        fields = header.split(" ")
+        if len(fields) != 3 or not fields[2].isdigit() or end < 0:
+            return out
+        size = int(fields[2])
+        start = end + 1
+        taken = 0
+        at = start
+        while taken < size and at < len(text):
+            char = text[at]
+            if char == "\ufffd":  # a lossy decode: the byte count is lost from here on
+                return out
+            taken += len(char.encode("utf-8"))
+            at += 1
+        if taken > size or (taken < size and at < len(text)):
+            return out
+        if fields[1] == "blob":
+            out[agent] = text[start:at].strip()
+        pos = at + 1  # the newline after the content
+    return out

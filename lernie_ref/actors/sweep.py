@@ -38,10 +38,7 @@ counted, never launched for, never touched.
 
 from __future__ import annotations
 
-import enum
-import json
 import os
-from dataclasses import dataclass, field
 
 from lernie_ref.actors.drain import STRAY_SUBJECT
 from lernie_ref.actors.probe import ProbeOutcome, probe_actor
@@ -59,6 +56,22 @@ from lernie_ref.core.errors import (
 )
 from lernie_ref.core.frontmatter import terminal_ref_of
 from lernie_ref.core.ids import is_agent_id, parent_of
+from lernie_ref.core.sweep import (
+    REVIVALS_FILE,
+    REVIVE_LIMIT,
+    Condition,
+    ScanReport,
+    UnsentReply,
+    at_rest_mark,
+    condition_of,
+    guard_allows,
+    obituary_owed,
+    owed_launch,
+    reply_may_be_unsent,
+    reply_owed_to,
+    revivals_in,
+    revivals_record,
+)
 from lernie_ref.core.vocab import MARK_REF_PREFIX, MESSAGES_DIR, Epitaph, MarkKind, Point
 from lernie_ref.core.warrant import Warrant, unanswered_tail, warrant_of
 from lernie_ref.reply import recipient
@@ -67,93 +80,29 @@ from lernie_ref.substrate import gitlocks
 from lernie_ref.substrate.deposit import deposit_result_actor, pending
 from lernie_ref.substrate.launcher import Launcher
 from lernie_ref.substrate.lock import try_acquire
-from lernie_ref.substrate.transcript import commit_subject, history_of, load
+from lernie_ref.substrate.refsnap import AgentRefs, RefFiles, RefSnapshot, confirm
+from lernie_ref.substrate.transcript import Entry, commit_subject, entry_name, history_of, load
 from lernie_ref.substrate.workspace import Workspace
 
-
-class Condition(enum.Enum):
-    """What the sweep reads for one agent (R-SCAN-4)."""
-
-    DRIVEN = "driven"
-    """An executor holds the lock."""
-    MAIL = "mail"
-    """Pending deposits under a free lock: a launch picks the work up (the flush's case)."""
-    DIED_MID_WORK = "died-mid-work"
-    """No executor, no mail, and the transcript owes a model call or a tool result."""
-    AT_REST = "at-rest"
-    """Nothing due: never started, finished a step loop, or stopped by its budget."""
-
-
-def condition_of(
-    *, driven: bool, pending_count: int, due: Warrant, budget_at_tip: bool
-) -> Condition:
-    """R-SCAN-4: the sweep's reading of one agent, as a pure function of what it read."""
-    if driven:
-        return Condition.DRIVEN
-    if pending_count:
-        return Condition.MAIL
-    if budget_at_tip or due is Warrant.NOTHING_DUE:
-        return Condition.AT_REST
-    return Condition.DIED_MID_WORK
-
-
-@dataclass(frozen=True)
-class UnsentReply:
-    """R-SCAN-9: a final response committed at the tip whose deposit never landed."""
-
-    recipient: str
-    response: str | None
-
-
-def obituary_owed(condition: Condition, parent: str | None, returned: str | None, tip: str) -> bool:
-    """R-SCAN-5: a ``died`` deposit is owed iff the agent died mid-work, has a registered parent,
-    and its returned mark is not already at its branch tip."""
-    return condition is Condition.DIED_MID_WORK and parent is not None and returned != tip
-
-
-@dataclass
-class ScanReport:
-    """One pass's outcome; lists are in pass order (R-SCAN-3)."""
-
-    silent_deaths: list[str] = field(default_factory=list)
-    swept: list[str] = field(default_factory=list)
-    resent: list[tuple[str, str]] = field(default_factory=list)
-    """(agent, recipient) of every final response the sweep deposited on its author's behalf."""
-    launched: list[str] = field(default_factory=list)
-    busy: list[str] = field(default_factory=list)
-    debris: list[str] = field(default_factory=list)
-    driven: list[str] = field(default_factory=list)
-    revived: list[str] = field(default_factory=list)
-    """Dead agents with work due that the pass relaunched (R-SCAN-10); also in ``launched``."""
-    given_up: list[str] = field(default_factory=list)
-    """Dead agents with work due the crash-loop guard keeps down (R-SCAN-10)."""
-
-    def line(self) -> str:
-        """R-SCAN-3: upstream's report line, byte for byte."""
-        named = f" ({', '.join(self.silent_deaths)})" if self.silent_deaths else ""
-        return (
-            f"silent deaths: {len(self.silent_deaths)}{named}; "
-            f"died deposits swept: {len(self.swept)}; "
-            f"drivers launched: {len(self.launched)}; "
-            f"inboxes with no agent branch: {len(self.debris)}"
-        )
-
-    def as_json(self) -> dict[str, object]:
-        return {
-            "silent_deaths": list(self.silent_deaths),
-            "swept": list(self.swept),
-            "resent": [{"agent": a, "to": r} for a, r in self.resent],
-            "launched": list(self.launched),
-            "busy": list(self.busy),
-            "debris": list(self.debris),
-            "driven": list(self.driven),
-            "revived": list(self.revived),
-            "given_up": list(self.given_up),
-        }
-
-    def json_text(self) -> str:
-        return json.dumps(self.as_json(), sort_keys=True)
-
+__all__ = [  # the pure decisions live in lernie_ref.core.sweep; re-exported here for callers
+    "REVIVALS_FILE",
+    "REVIVE_LIMIT",
+    "Condition",
+    "Refs",
+    "ScanReport",
+    "UnsentReply",
+    "condition_of",
+    "mark_value",
+    "obituary_owed",
+    "read_condition",
+    "revivals_at",
+    "scan",
+    "scan_actor",
+    "stray_terminal",
+    "transcript_due",
+    "unsent_reply",
+    "work_due",
+]
 
 # --------------------------------------------------------------------- readers
 
@@ -182,9 +131,48 @@ def tip_of(ws: Workspace, agent: str) -> str:
         raise GitOpError("rev-parse branch tip", exc) from None
 
 
-def read_condition(ws: Workspace, agent: str) -> tuple[Condition, str]:
+class Refs:
+    """One agent's tip, marks and tip subject for this pass.
+
+    From the pass's ref snapshot when :func:`~lernie_ref.substrate.refsnap.confirm` showed
+    them unchanged under the agent's lock; otherwise each is asked of git when first needed,
+    as the sweep always did. Read once per hold: only the holder moves them (R-SCAN-6), and
+    the sweep reads them before its own deposit moves the returned mark.
+    """
+
+    def __init__(self, ws: Workspace, agent: str, confirmed: AgentRefs | None = None) -> None:
+        self._ws = ws
+        self._agent = agent
+        self._confirmed = confirmed
+
+    def tip(self) -> str:
+        if self._confirmed is not None:
+            return self._confirmed.tip
+        return tip_of(self._ws, self._agent)
+
+    def mark(self, kind: MarkKind) -> str | None:
+        known = self._confirmed
+        if known is None:
+            return mark_value(self._ws, kind, self._agent)
+        if kind is MarkKind.RETURNED:
+            return known.returned
+        if kind is MarkKind.BUDGET_EXHAUSTED:
+            return known.budget
+        return known.stopped
+
+    def subject(self, tip: str) -> str:
+        """The subject of commit ``tip`` (``git log -1 --format=%s``)."""
+        if self._confirmed is not None and self._confirmed.tip == tip:
+            return self._confirmed.subject
+        return self._ws.git.run(self._ws.repo_git, ["log", "-1", "--format=%s", tip]).stdout
+
+
+def read_condition(
+    ws: Workspace, agent: str, refs: Refs | None = None
+) -> tuple[Condition, str]:
     """Read one undriven agent's condition and its branch tip (the caller holds the lock)."""
-    tip = tip_of(ws, agent)
+    refs = refs or Refs(ws, agent)
+    tip = refs.tip()
     mail = len(pending(ws.inbox_dir(agent)))
     due, budget_at_tip = Warrant.NOTHING_DUE, False
     if not mail:  # with mail pending the transcript does not matter (R-SCAN-4)
@@ -192,9 +180,9 @@ def read_condition(ws: Workspace, agent: str) -> tuple[Condition, str]:
             due = transcript_due(ws, agent)
         except LernieError as exc:
             raise ScanError(f"read transcript of {agent}: {exc}") from None
-        budget_at_tip = tip in (
-            mark_value(ws, MarkKind.BUDGET_EXHAUSTED, agent),
-            mark_value(ws, MarkKind.STOPPED, agent),  # a stop is at rest too (R-SCAN-4, D-19)
+        # A stop is at rest too (R-SCAN-4, D-19).
+        budget_at_tip = at_rest_mark(
+            tip, refs.mark(MarkKind.BUDGET_EXHAUSTED), refs.mark(MarkKind.STOPPED)
         )
     condition = condition_of(
         driven=False, pending_count=mail, due=due, budget_at_tip=budget_at_tip
@@ -221,8 +209,17 @@ def _result_on_disk(ws: Workspace, to: str, sender: str, terminal_ref: str) -> b
     )
 
 
+def _commits_entry(subject: str, newest: Entry, agent: str) -> bool:
+    """The tip's subject is the newest entry's own commit (R-TR-3) or the stray recovery
+    that committed it (R-DRAIN-2)."""
+    return subject in (
+        commit_subject(newest.seq, newest.origin, agent),
+        STRAY_SUBJECT.format(agent=agent),
+    )
+
+
 def unsent_reply(
-    ws: Workspace, agent: str, tip: str, registry: frozenset[str]
+    ws: Workspace, agent: str, tip: str, registry: frozenset[str], refs: Refs | None = None
 ) -> UnsentReply | None:
     """R-SCAN-9: the final response at ``agent``'s tip that never reached its recipient, if any.
 
@@ -232,52 +229,58 @@ def unsent_reply(
     (R-ADDR-3, R-DEBT-4); and no result from ``agent`` carrying the tip is pending for,
     or delivered to, that agent (a deposit whose mark was lost is not sent twice).
     """
-    if mark_value(ws, MarkKind.RETURNED, agent) == tip:
+    refs = refs or Refs(ws, agent)
+    returned = refs.mark(MarkKind.RETURNED)
+    if returned == tip:
         return None
     worktree = ws.worktree(agent)
     entries = read_entries(worktree)
     if not entries or not is_terminal_response(entries[0]):
         return None
     newest = entries[0]
-    subject = ws.git.run(ws.repo_git, ["log", "-1", "--format=%s", tip]).stdout
-    # The entry's own commit, or the stray recovery that committed it (R-DRAIN-2).
-    if subject not in (commit_subject(newest.seq, newest.origin, agent),
-                       STRAY_SUBJECT.format(agent=agent)):
+    own_commit = _commits_entry(refs.subject(tip), newest, agent)
+    if not reply_may_be_unsent(returned, tip, True, own_commit):
         return None
     to = recipient(worktree, agent, Epitaph.FINAL_RESPONSE)
-    if to is None or to not in registry or _result_on_disk(ws, to, agent, tip):
+    registered = to is not None and to in registry
+    on_disk = registered and to is not None and _result_on_disk(ws, to, agent, tip)
+    if to is None or not reply_owed_to(to, registry, on_disk):
         return None
     return UnsentReply(to, text_of(entry_blocks(read_bytes(newest))))
 
 
 # --------------------------------------------------------------------- revival
 
-REVIVE_LIMIT = 3
-"""R-SCAN-10: relaunches of a dead agent at one branch tip before the scan gives up on it."""
-REVIVALS_FILE = "revivals"
-"""R-SCAN-10: ``steps/<id>/revivals`` holds ``<tip> <count>``: the scan's relaunches at a tip."""
-
 
 def work_due(ws: Workspace, agent: str) -> bool:
-    """R-SCAN-10: a hop would take a step: a model call is due, or the only unpaired calls
-    are a trailing open tool window (R-STEP-2 settles it, then a model call is due).
+    """R-SCAN-10: a hop would take a step (:func:`~lernie_ref.core.sweep.owed_launch` over
+    the agent's worktree transcript).
 
     I-19: what a crash leaves with work due is what this scan revives, so no agent stays
     dead with work due once the operator has run ``lernie scan``."""
     history = history_of(load(ws.worktree(agent)))
-    due = warrant_of(history)
-    if due is Warrant.MODEL_CALL_DUE:
-        return True
-    return due is Warrant.UNPAIRED and bool(unanswered_tail(history))
+    return owed_launch(warrant_of(history), bool(unanswered_tail(history)))
 
 
-def stray_terminal(ws: Workspace, agent: str, tip: str) -> bool:
-    """R-SCAN-10: the newest entry is a terminal response that is not the tip's own commit:
-    its driver died between the entry's rename and its commit (an uncommitted stray)."""
+def stray_terminal(ws: Workspace, agent: str, tip: str, refs: Refs | None = None) -> bool:
+    """R-SCAN-10: the newest entry is a terminal response that is not in the tip's tree:
+    its driver died between the entry's rename and its commit (an uncommitted stray).
+
+    When the tip is that entry's own commit (its subject says so, and the file carries
+    the entry's canonical name) the entry is in the tip's tree; otherwise git is asked.
+    """
     entries = read_entries(ws.worktree(agent))
     if not entries or not is_terminal_response(entries[0]):
         return False
-    path = f"{tip}:{MESSAGES_DIR}/{entries[0].path.name}"
+    newest = entries[0]
+    name = newest.path.name
+    if (
+        refs is not None
+        and name == entry_name(newest.seq, newest.origin, newest.delivered)
+        and refs.subject(tip) == commit_subject(newest.seq, newest.origin, agent)
+    ):
+        return False
+    path = f"{tip}:{MESSAGES_DIR}/{name}"
     return ws.git.run(ws.repo_git, ["cat-file", "-e", path], check=False).returncode != 0
 
 
@@ -287,10 +290,7 @@ def revivals_at(ws: Workspace, agent: str, tip: str) -> int:
         text = (ws.steps_dir(agent) / REVIVALS_FILE).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return 0
-    parts = text.split()
-    if len(parts) != 2 or parts[0] != tip or not parts[1].isdigit():
-        return 0
-    return int(parts[1])
+    return revivals_in(text, tip)
 
 
 def _record_revival(ws: Workspace, agent: str, tip: str, count: int) -> None:
@@ -299,10 +299,20 @@ def _record_revival(ws: Workspace, agent: str, tip: str, count: int) -> None:
     try:
         directory.mkdir(parents=True, exist_ok=True)
         temp = directory / f".{REVIVALS_FILE}.tmp"
-        temp.write_text(f"{tip} {count}\n", encoding="utf-8")
+        temp.write_text(revivals_record(tip, count), encoding="utf-8")
         os.replace(temp, directory / REVIVALS_FILE)
     except OSError as exc:
         raise ScanError(f"record revival of {agent}: {io_text(exc)}") from None
+
+
+def _revive(ws: Workspace, agent: str, tip: str, report: ScanReport) -> bool:
+    """R-SCAN-10: record one more revival at ``tip`` unless the crash-loop guard gave up."""
+    count = revivals_at(ws, agent, tip)
+    if not guard_allows(count):
+        report.given_up.append(agent)
+        return False
+    _record_revival(ws, agent, tip, count + 1)
+    return True
 
 
 # --------------------------------------------------------------------- the pass
@@ -315,6 +325,8 @@ def _sweep_one(
     report: ScanReport,
     clock: Clock,
     launcher: Launcher,
+    snapshot: RefSnapshot | None = None,
+    files: RefFiles | None = None,
 ) -> Actor[None]:
     inbox = ws.inbox_dir(agent)
     lock = None
@@ -335,7 +347,12 @@ def _sweep_one(
             removed = gitlocks.clear_stale_locks(ws.root, ws.worktree(agent), agent)
             if removed:
                 notice(gitlocks.describe(ws.root, removed, agent))
-        condition, tip = read_condition(ws, agent)
+        # Read with the lock held: the snapshot's values count only once confirmed (R-SCAN-6).
+        confirmed = None
+        if snapshot is not None and files is not None:
+            confirmed = confirm(snapshot, files, agent)
+        refs = Refs(ws, agent, confirmed)
+        condition, tip = read_condition(ws, agent, refs)
         yield Passed(Point.SCAN_ASSESSED, agent, condition.value)
         if condition is Condition.DIED_MID_WORK:
             parent = parent_of(agent)
@@ -343,7 +360,7 @@ def _sweep_one(
                 parent = None  # R-SCAN-1: a parent with no ref makes the agent a root
             if parent is None:
                 report.silent_deaths.append(agent)
-            elif obituary_owed(condition, parent, mark_value(ws, MarkKind.RETURNED, agent), tip):
+            elif obituary_owed(condition, parent, refs.mark(MarkKind.RETURNED), tip):
                 report.silent_deaths.append(agent)
                 yield from deposit_result_actor(
                     ws.root, parent, agent, Epitaph.DIED, tip, None, clock, ws.git
@@ -356,25 +373,15 @@ def _sweep_one(
                 except LernieError as exc:
                     raise ScanError(f"read transcript of {agent}: {exc}") from None
                 if due:
-                    count = revivals_at(ws, agent, tip)
-                    if count >= REVIVE_LIMIT:
-                        report.given_up.append(agent)
-                    else:
-                        _record_revival(ws, agent, tip, count + 1)
-                        revive = True
+                    revive = _revive(ws, agent, tip, report)
         elif condition is Condition.AT_REST:
             try:
-                unsent = unsent_reply(ws, agent, tip, registry)
-                stray = lock is not None and stray_terminal(ws, agent, tip)
+                unsent = unsent_reply(ws, agent, tip, registry, refs)
+                stray = lock is not None and stray_terminal(ws, agent, tip, refs)
             except LernieError as exc:
                 raise ScanError(f"read transcript of {agent}: {exc}") from None
             if stray:  # R-SCAN-10: the hop recovers it and finishes its exit protocol
-                count = revivals_at(ws, agent, tip)
-                if count >= REVIVE_LIMIT:
-                    report.given_up.append(agent)
-                else:
-                    _record_revival(ws, agent, tip, count + 1)
-                    revive = True
+                revive = _revive(ws, agent, tip, report)
             if unsent is not None:
                 yield from deposit_result_actor(
                     ws.root,
@@ -447,14 +454,17 @@ def scan_actor(
     the probe's points and ``scan.flushed`` (detail: launched or busy).
     """
     try:
-        # A ref whose name is not one path component (``agents/x/y``) names no agent.
-        agents = [a for a in ws.agent_ids() if is_agent_id(a)]
+        # One git call for every agent's tip and marks; each is confirmed under its lock.
+        snapshot = RefSnapshot.read(ws.git, ws.repo_git)
     except LernieError as exc:
         raise GitOpError("for-each-ref agents/", exc) from None
+    # A ref whose name is not one path component (``agents/x/y``) names no agent.
+    agents = [a for a in snapshot.agent_ids() if is_agent_id(a)]
     registry = frozenset(agents)
+    files = RefFiles(ws.repo_git)
     report = ScanReport()
     for agent in agents:
-        yield from _sweep_one(ws, agent, registry, report, clock, launcher)
+        yield from _sweep_one(ws, agent, registry, report, clock, launcher, snapshot, files)
     yield from _flush(ws, registry, launcher, report)
     return report
 

@@ -37,7 +37,7 @@ def parse_u32(s: str) -> int | None:
     post: __return__ is not None or not (s.isascii() and s.removeprefix("+").isdigit()) or int(s.removeprefix("+")) > 4294967295
     """  # noqa: E501
     digits = s[1:] if s.startswith("+") else s
-    if not digits or not all("0" <= c <= "9" for c in digits):
+    if not (digits.isascii() and digits.isdigit()):  # ASCII digits are exactly 0-9
         return None
     value = int(digits)
     return value if value <= U32_MAX else None
@@ -208,7 +208,10 @@ def next_sequence(names: list[str], sender: str) -> int:
     post: __return__ == 1 or __return__ - 1 in [sequence_of(n, sender) for n in names]
     """
     best = 0
+    prefix = f"{sender}-"
     for name in names:
+        if not name.startswith(prefix):  # cheap pre-filter: sequence_of says None for these
+            continue
         k = sequence_of(name, sender)
         if k is not None and k > best:
             best = k

@@ -17,21 +17,16 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from lernie_ref.actors.sweep import (
-    REVIVE_LIMIT,
-    Condition,
-    condition_of,
-    mark_value,
-    revivals_at,
-    transcript_due,
-)
+from lernie_ref.actors.sweep import mark_value, revivals_at, transcript_due
 from lernie_ref.core.errors import LernieError
 from lernie_ref.core.frontmatter import split_frontmatter, terminal_ref_of
 from lernie_ref.core.ids import is_agent_id, parent_of
+from lernie_ref.core.sweep import REVIVE_LIMIT, Condition, at_rest_mark, condition_of
 from lernie_ref.core.vocab import Epitaph, MarkKind
-from lernie_ref.operator.stop import lock_holder_pids
+from lernie_ref.operator.stop import holders_in, lock_table
 from lernie_ref.reply_debt import Entry, is_terminal_response, read_entries
 from lernie_ref.substrate.deposit import pending
+from lernie_ref.substrate.refsnap import AgentRefs, RefSnapshot, names_at
 from lernie_ref.substrate.workspace import Workspace
 
 
@@ -153,35 +148,56 @@ def last_epitaph(
     return None
 
 
+def _refs_from_git(ws: Workspace, agent: str) -> AgentRefs:
+    """One agent's tip and marks asked of git one by one (when the snapshot cannot say)."""
+    try:
+        tip = ws.branch_tip(agent)
+    except LernieError:
+        tip = ""
+    return AgentRefs(
+        tip,
+        "",
+        mark_value(ws, MarkKind.RETURNED, agent),
+        mark_value(ws, MarkKind.BUDGET_EXHAUSTED, agent),
+        mark_value(ws, MarkKind.STOPPED, agent),
+    )
+
+
 def status(ws: Workspace) -> list[AgentStatus]:
-    """R-STATUS-1: one row per registered agent, in registry order."""
-    agents = [a for a in ws.agent_ids() if is_agent_id(a)]
+    """R-STATUS-1: one row per registered agent, in registry order.
+
+    Every tip and mark comes from one ``for-each-ref``, every name from one ``cat-file``,
+    the lock table from one read of ``/proc/locks``; the rest is read from the files.
+    """
+    snapshot = RefSnapshot.read(ws.git, ws.repo_git)
+    agents = [a for a in snapshot.agent_ids() if is_agent_id(a)]
     registry = frozenset(agents)
+    refs = {a: snapshot.agent_refs(a) or _refs_from_git(ws, a) for a in agents}
+    names = names_at(ws.git, ws.repo_git, {a: r.tip for a, r in refs.items()})
     entries: dict[str, list[Entry]] = {}
     for agent in agents:
         with contextlib.suppress(LernieError):
             entries[agent] = read_entries(ws.worktree(agent))
     lookup = _Results(ws, agents, entries)
+    table = lock_table()
     rows: list[AgentStatus] = []
     for agent in agents:
         parent = parent_of(agent)
-        holders = lock_holder_pids(ws.inbox_dir(agent))
+        holders = holders_in(table, ws.inbox_dir(agent))
         live = None if holders is None else bool(holders)
         mail = len(pending(ws.inbox_dir(agent)))
-        try:
-            tip = ws.branch_tip(agent)
-        except LernieError:
-            tip = ""
-        returned = mark_value(ws, MarkKind.RETURNED, agent)
-        budget = mark_value(ws, MarkKind.BUDGET_EXHAUSTED, agent)
-        stop_mark = mark_value(ws, MarkKind.STOPPED, agent)
+        agent_refs = refs[agent]
+        tip = agent_refs.tip
+        returned = agent_refs.returned
+        budget = agent_refs.budget
+        stop_mark = agent_refs.stopped
         try:
             due = transcript_due(ws, agent)
             condition = condition_of(
                 driven=bool(live),
                 pending_count=mail,
                 due=due,
-                budget_at_tip=tip in (budget, stop_mark),
+                budget_at_tip=at_rest_mark(tip, budget, stop_mark),
             )
         except LernieError:
             condition = Condition.AT_REST
@@ -191,10 +207,11 @@ def status(ws: Workspace) -> list[AgentStatus]:
         # A stop leaves the same disk state as a death, but its mark (and, for a child, its
         # obituary) sits at the tip.
         stopped_at_tip = stop_mark == tip or (returned == tip and epitaph == Epitaph.STOPPED)
+        name = names.get(agent)
         rows.append(
             AgentStatus(
                 id=agent,
-                name=ws.agent_name(agent),
+                name=ws.agent_name(agent) if name is None else name,
                 parent=parent if parent in registry else None,
                 live=live,
                 pending=mail,

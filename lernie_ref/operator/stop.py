@@ -157,6 +157,29 @@ def pgid_of_stat(stat_text: str) -> int | None:
 # --------------------------------------------------------------------- /proc readers
 
 
+def lock_table() -> list[LockLine] | None:
+    """Every lock line of ``/proc/locks`` (one read); ``None`` when it cannot be read."""
+    try:
+        text = (PROC / "locks").read_text()
+    except OSError:
+        return None
+    return [line for line in map(parse_lock_line, text.splitlines()) if line is not None]
+
+
+def holders_in(table: list[LockLine] | None, inbox: Path) -> list[int] | None:
+    """Pids recorded in ``table`` for an exclusive ``flock`` on ``inbox``: ``None`` when the
+    table could not be read, ``[]`` when ``inbox`` does not exist."""
+    try:
+        st = os.stat(inbox)
+    except FileNotFoundError:
+        return []
+    except OSError:
+        return None
+    if table is None:
+        return None
+    return [line.pid for line in table if is_exclusive_flock_on(line, st)]
+
+
 def lock_holder_pids(inbox: Path) -> list[int] | None:
     """Pids recorded for an exclusive ``flock`` on ``inbox`` in ``/proc/locks``.
 
@@ -165,21 +188,12 @@ def lock_holder_pids(inbox: Path) -> list[int] | None:
     when ``inbox`` does not exist.
     """
     try:
-        st = os.stat(inbox)
+        os.stat(inbox)
     except FileNotFoundError:
         return []
     except OSError:
         return None
-    try:
-        text = (PROC / "locks").read_text()
-    except OSError:
-        return None
-    out: list[int] = []
-    for raw in text.splitlines():
-        line = parse_lock_line(raw)
-        if line is not None and is_exclusive_flock_on(line, st):
-            out.append(line.pid)
-    return out
+    return holders_in(lock_table(), inbox)
 
 
 def _holding_fds(pid: str, targets: dict[str, tuple[str, os.stat_result]]) -> list[tuple[str, int]]:

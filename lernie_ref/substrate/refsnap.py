@@ -1,0 +1,266 @@
+"""Every agent's refs in one git call, and confirmed under an agent's lock without git
+(R-WS-3, R-WS-5, R-SCAN-6).
+
+``lernie scan`` and ``lernie status`` need, per agent, its branch tip, its three marks
+and the tip's subject. Asked one at a time that is several git processes per agent;
+here one ``git for-each-ref`` reads them all (:class:`RefSnapshot`).
+
+``lernie status`` takes no lock and reads the snapshot as it is. The sweep must read
+an agent's refs *while holding its lock* (R-SCAN-6: only the holder moves them), and
+the snapshot was taken before. :func:`confirm` closes that gap: with the lock held it
+reads the agent's refs from git's own files — the loose ref file, else
+``packed-refs`` (re-read whenever its inode, size or mtime changed, as git itself does)
+— and the snapshot's values are used only when every one of them is confirmed
+unchanged. Anything the files do not answer plainly (another ref storage, a symbolic
+or malformed ref, an unusual id, a value that moved) returns ``None``, and the caller
+asks git per ref, exactly as before. Object types never change, so the snapshot's
+peeled values and subjects stay valid for an unchanged object id.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from lernie_ref.core.ids import is_agent_id
+from lernie_ref.core.vocab import AGENT_REF_PREFIX, MARK_REF_PREFIX, NAME_FILE, MarkKind
+from lernie_ref.substrate.gitrun import GitRunner
+
+_PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
+_HEX = frozenset("0123456789abcdef")
+_FORMAT = "%00".join(
+    ("%(refname)", "%(objectname)", "%(objecttype)", "%(*objectname)", "%(*objecttype)",
+     "%(subject)")
+)
+
+
+@dataclass(frozen=True)
+class RefInfo:
+    """One ref as ``for-each-ref`` showed it."""
+
+    oid: str
+    kind: str
+    """The object's type (``commit``, ``tag``, …)."""
+    peeled_oid: str
+    """For a tag, the object it tags (one level); else ``''``."""
+    peeled_kind: str
+    subject: str
+    """The subject of the object (a commit's first paragraph, on one line)."""
+
+    def as_commit(self) -> str | None:
+        """``rev-parse --verify --quiet <ref>^{commit}``: the commit, ``None`` for another type.
+
+        Raises :class:`LookupError` for a tag of a tag (only git peels that far)."""
+        if self.kind == "commit":
+            return self.oid
+        if self.kind == "tag":
+            if self.peeled_kind == "commit":
+                return self.peeled_oid
+            if self.peeled_kind == "tag":
+                raise LookupError("nested tag")
+        return None
+
+
+@dataclass(frozen=True)
+class AgentRefs:
+    """One agent's branch tip, the tip's subject, and its marks (peeled to commits)."""
+
+    tip: str
+    subject: str
+    returned: str | None
+    budget: str | None
+    stopped: str | None
+
+
+MARK_KINDS = (MarkKind.RETURNED, MarkKind.BUDGET_EXHAUSTED, MarkKind.STOPPED)
+
+
+def mark_ref(kind: str, agent: str) -> str:
+    return f"{MARK_REF_PREFIX}{kind}/{agent}"
+
+
+class RefSnapshot:
+    """``refs/heads/agents/*`` and ``refs/lernie/*/*`` as one ``for-each-ref`` read them."""
+
+    def __init__(self, refs: dict[str, RefInfo]) -> None:
+        self.refs = refs
+
+    @classmethod
+    def read(cls, git: GitRunner, repo_git: Path) -> RefSnapshot:
+        """One ``git for-each-ref``; a git failure raises :class:`GitError`."""
+        out = git.run(repo_git, ["for-each-ref", f"--format={_FORMAT}",
+                                 AGENT_REF_PREFIX, MARK_REF_PREFIX]).stdout
+        refs: dict[str, RefInfo] = {}
+        for line in out.splitlines():
+            fields = line.split("\0")
+            if len(fields) != 6:
+                continue
+            name, oid, kind, peeled, peeled_kind, subject = fields
+            refs[name] = RefInfo(oid, kind, peeled, peeled_kind, subject)
+        return cls(refs)
+
+    def agent_ids(self) -> list[str]:
+        """R-WS-3: every agent id, sorted (as :meth:`Registry.agent_ids` lists them)."""
+        ids = [r[len(AGENT_REF_PREFIX) :] for r in self.refs if r.startswith(AGENT_REF_PREFIX)]
+        return sorted(i for i in ids if i)
+
+    def agent_refs(self, agent: str) -> AgentRefs | None:
+        """The agent's refs as the snapshot holds them; ``None`` when only git can say."""
+        tip = self.refs.get(AGENT_REF_PREFIX + agent)
+        if tip is None:
+            return None
+        try:
+            marks = [self._mark(kind, agent) for kind in MARK_KINDS]
+        except LookupError:
+            return None
+        return AgentRefs(tip.oid, tip.subject, *marks)
+
+    def _mark(self, kind: str, agent: str) -> str | None:
+        info = self.refs.get(mark_ref(kind, agent))
+        return None if info is None else info.as_commit()
+
+
+class RefFiles:
+    """Reads refs from git's files (loose ref, then ``packed-refs``) of one bare repository."""
+
+    def __init__(self, repo_git: Path) -> None:
+        self._repo = str(repo_git)
+        self._packed_key: tuple[int, int, int, int] | None = None
+        self._packed: dict[str, str] = {}
+        # Another ref storage (reftable) keeps no loose files: never guess there.
+        self._usable = not os.path.isdir(os.path.join(self._repo, "reftable"))
+
+    def value(self, refname: str) -> str | None:
+        """The object id ``refname`` holds, ``''`` when the files say it does not exist.
+
+        ``None`` when the files do not answer plainly (ask git instead).
+        """
+        if not self._usable:
+            return None
+        try:
+            with open(os.path.join(self._repo, refname), "rb") as handle:
+                data = handle.read(128)
+        except FileNotFoundError:
+            return self._packed_value(refname)
+        except OSError:
+            return None
+        return _object_id(data)
+
+    def _packed_value(self, refname: str) -> str | None:
+        # The loose file was absent: git writes packed-refs before it deletes a loose ref,
+        # so a packed-refs read from here on holds the ref's current value, if any.
+        path = os.path.join(self._repo, "packed-refs")
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            self._packed_key, self._packed = None, {}
+            return ""
+        except OSError:
+            return None
+        key = (st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns)
+        if key != self._packed_key:
+            try:
+                with open(path, "rb") as handle:
+                    text = handle.read().decode("ascii")
+            except (OSError, UnicodeDecodeError):
+                return None
+            packed: dict[str, str] = {}
+            for line in text.splitlines():
+                if not line or line[0] in "#^":
+                    continue
+                oid, _, name = line.partition(" ")
+                packed[name] = oid
+            self._packed_key, self._packed = key, packed
+        found = self._packed.get(refname)
+        if found is None:
+            return ""
+        return found if _is_oid(found) else None
+
+
+def _is_oid(text: str) -> bool:
+    return len(text) in (40, 64) and all(c in _HEX for c in text)
+
+
+def _object_id(data: bytes) -> str | None:
+    line = data[:-1] if data.endswith(b"\n") else data
+    try:
+        text = line.decode("ascii")
+    except UnicodeDecodeError:
+        return None
+    return text if _is_oid(text) else None
+
+
+def _plain_ref_component(agent: str) -> bool:
+    """An id whose ref file name is the id itself: plain characters (a child's ``.``
+    included), no leading ``.``, no ``..``, no ``.lock`` ending."""
+    return (
+        is_agent_id(agent)
+        and all(c in _PLAIN for c in agent)
+        and not agent.startswith(".")
+        and ".." not in agent
+        and not agent.endswith(".lock")
+    )
+
+
+def confirm(snapshot: RefSnapshot, files: RefFiles, agent: str) -> AgentRefs | None:
+    """The agent's refs now, when git's files show every one unchanged since the snapshot.
+
+    Call it holding the agent's lock (R-SCAN-6), so the values cannot move afterwards
+    either. ``None``: something moved or the files do not answer plainly; ask git.
+    """
+    if not _plain_ref_component(agent):
+        return None
+    refs = snapshot.agent_refs(agent)
+    if refs is None:
+        return None
+    for name in (AGENT_REF_PREFIX + agent, *(mark_ref(k, agent) for k in MARK_KINDS)):
+        info = snapshot.refs.get(name)
+        if files.value(name) != ("" if info is None else info.oid):
+            return None
+    return refs
+
+
+def names_at(git: GitRunner, repo_git: Path, tips: dict[str, str]) -> dict[str, str | None]:
+    """The trimmed ``name`` blob at each agent's tip, read by one ``git cat-file --batch``.
+
+    ``''`` when the tip has no ``name`` (as :meth:`Registry.agent_name` answers); ``None``
+    for an agent this call cannot answer with certainty (the ``name`` is not a blob, its
+    bytes are not plain UTF-8, the output does not parse): ask per agent instead.
+    """
+    agents = [a for a, tip in tips.items() if _is_oid(tip)]
+    out: dict[str, str | None] = dict.fromkeys(tips)
+    if not agents:
+        return out
+    queries = [f"{tips[a]}:{NAME_FILE}" for a in agents]
+    batch = "".join(q + "\n" for q in queries).encode("utf-8")
+    result = git.run(repo_git, ["cat-file", "--batch"], check=False, input=batch)
+    if result.returncode != 0:
+        return out
+    text, pos = result.stdout, 0
+    for agent, query in zip(agents, queries, strict=True):
+        end = text.find("\n", pos)
+        header = text[pos:] if end < 0 else text[pos:end]
+        if header == f"{query} missing":
+            out[agent] = ""
+            pos = len(text) if end < 0 else end + 1
+            continue
+        fields = header.split(" ")
+        if len(fields) != 3 or not fields[2].isdigit() or end < 0:
+            return out
+        size = int(fields[2])
+        start = end + 1
+        taken = 0
+        at = start
+        while taken < size and at < len(text):
+            char = text[at]
+            if char == "\ufffd":  # a lossy decode: the byte count is lost from here on
+                return out
+            taken += len(char.encode("utf-8"))
+            at += 1
+        if taken > size or (taken < size and at < len(text)):
+            return out
+        if fields[1] == "blob":
+            out[agent] = text[start:at].strip()
+        pos = at + 1  # the newline after the content
+    return out

@@ -23,9 +23,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from heapq import heapify, heappop
 from itertools import compress, repeat
-from operator import add, itemgetter, mul, neg
+from operator import ge, itemgetter, lt
 from pathlib import Path
 
 from lernie_ref.core.actor import Actor, Passed
@@ -48,72 +47,108 @@ class Transcript:
     Iterating lists the directory once (on the first iteration, so a reader that is
     never iterated reads nothing), then hands out entries newest first without
     parsing or ordering the whole listing in Python: the names' leading numbers are
-    read in bulk, a heap yields the largest first, and each name taken from it is
-    parsed by the one parser of R-TR-1 (names it declines are skipped). Entries
-    with one sequence (impossible under the lock) come by origin, then kind, both
-    descending, like :func:`read_entries` always ordered them. Each entry's bytes
-    are read when a decision first asks for them, once. Iterating again replays the
-    entries handed out so far and continues from there.
+    read in bulk, and each step takes the next few sequences below the ones already
+    handed out (a chunk that grows fourfold each time), so a decision that stops
+    near the newest entry looks at a handful of names. Each name taken is parsed by
+    the one parser of R-TR-1; names it declines are skipped. Entries with one
+    sequence (impossible under the lock) come by origin, then kind, both
+    descending, in listing order beyond that. Each entry's bytes are read when a
+    decision first asks for them, once. Iterating again replays the entries handed
+    out so far and continues from there.
 
     A missing directory is an empty transcript; a ``messages`` that is not a
     directory, or cannot be listed, raises :class:`TranscriptError`.
     """
 
+    FIRST_CHUNK = 8
+    """Sequences taken by the first step: a terminal response, its window and the one before."""
+
     def __init__(self, worktree: Path) -> None:
         self.directory = Path(worktree) / MESSAGES_DIR
         self._names: list[str] | None = None
-        self._heap: list[int] = []
+        self._numbered: list[int] = []  # indices into _names of the names with a number
+        self._seqs: list[int] = []  # their numbers, aligned with _numbered
+        self._below: int | None = None  # every sequence >= this was handed out
+        self._chunk = self.FIRST_CHUNK
         self._given: list[Entry[Path]] = []
 
     def __iter__(self) -> Iterator[Entry[Path]]:
-        if self._names is None:
-            self._list()
         done = 0
         while True:
             if done < len(self._given):
                 yield self._given[done]
                 done += 1
-            elif not self._take_newest():
+            elif not self._take_next():
                 return
 
-    def _list(self) -> None:
+    def everything(self) -> list[Entry[Path]]:
+        """Every entry, newest first: the rest is ordered in one sort rather than in steps."""
+        names = self._listing()
+        seqs, below = self._seqs, self._below
+        order = sorted(range(len(seqs)), key=seqs.__getitem__, reverse=True)  # stable
+        if below is not None:
+            order = [j for j in order if seqs[j] < below]
+        start = 0
+        while start < len(order):
+            end = start + 1
+            while end < len(order) and seqs[order[end]] == seqs[order[start]]:
+                end += 1
+            self._give(names, order[start:end])
+            start = end
+        self._below = -1
+        return list(self._given)
+
+    def _listing(self) -> list[str]:
+        if self._names is not None:
+            return self._names
         try:
             names = os.listdir(self.directory)
         except FileNotFoundError:
             names = []
         except OSError as exc:
             raise TranscriptError(f"read transcript {self.directory}: {io_text(exc)}") from None
-        count = len(names)
-        # Every name whose text before its first "-" is a (possibly "+"-signed) decimal
-        # number gets the key seq * count + index; the heap is a superset of the entries,
-        # and each name popped is judged by parse_entry_name. All of it runs in C.
+        # The number of every name whose text before its first "-" is a (possibly
+        # "+"-signed) decimal number: a superset of the entries, read in bulk in C.
         heads = list(map(str.lstrip, map(itemgetter(0), map(str.partition, names,
                                                              repeat("-"))), repeat("+")))
-        numbered = list(compress(range(count), map(str.isdecimal, heads)))
-        seqs = map(int, map(heads.__getitem__, numbered))
-        self._heap = list(map(neg, map(add, map(mul, seqs, repeat(count)), numbered)))
-        heapify(self._heap)
+        self._numbered = list(compress(range(len(names)), map(str.isdecimal, heads)))
+        self._seqs = list(map(int, map(heads.__getitem__, self._numbered)))
         self._names = names
+        return names
 
-    def _take_newest(self) -> bool:
-        """Move the entries of the largest remaining sequence to ``_given``; False when none."""
-        names, heap = self._names or [], self._heap
-        if not heap:
+    def _take_next(self) -> bool:
+        """Hand out the entries of the next chunk of sequences; False when none are left."""
+        names = self._listing()
+        seqs, below = self._seqs, self._below
+        rest = seqs if below is None else list(compress(seqs, map(lt, seqs, repeat(below))))
+        if not rest:
+            self._below = -1
             return False
-        count = len(names)
-        seq = -heap[0] // count
-        indices = []
-        while heap and -heap[0] // count == seq:
-            indices.append(-heappop(heap) % count)
-        group: list[Entry[Path]] = []
-        for index in sorted(indices):
-            name = names[index]
+        low = max(rest) - self._chunk + 1
+        taken = [j for j in compress(range(len(seqs)), map(ge, seqs, repeat(low)))
+                 if below is None or seqs[j] < below]
+        taken.sort(key=seqs.__getitem__, reverse=True)  # stable: listing order within one
+        start = 0
+        while start < len(taken):
+            end = start + 1
+            while end < len(taken) and seqs[taken[end]] == seqs[taken[start]]:
+                end += 1
+            self._give(names, taken[start:end])
+            start = end
+        self._below = low
+        self._chunk *= 4
+        return True
+
+    def _give(self, names: list[str], group: list[int]) -> None:
+        """Parse the names of one sequence (R-TR-1) and hand out the entries among them."""
+        entries: list[Entry[Path]] = []
+        for j in group:
+            name = names[self._numbered[j]]
             parsed = parse_entry_name(name)
             if parsed is not None:
-                group.append(_disk_entry(self.directory / name, *parsed))
-        group.sort(key=lambda e: (e.origin, e.delivered), reverse=True)
-        self._given.extend(group)
-        return True
+                entries.append(_disk_entry(self.directory / name, *parsed))
+        entries.sort(key=lambda e: (e.origin, e.delivered), reverse=True)
+        self._given.extend(entries)
 
 
 def _disk_entry(path: Path, seq: int, origin: str, delivered: bool) -> Entry[Path]:
@@ -140,7 +175,7 @@ def read_entries(worktree: Path) -> list[Entry[Path]]:
     empty transcript; a ``messages`` that is not a directory, or cannot be listed,
     raises :class:`TranscriptError`.
     """
-    return list(Transcript(worktree))
+    return Transcript(worktree).everything()
 
 
 def with_body(entry: Entry[Path]) -> Entry[Path]:
@@ -208,7 +243,7 @@ def load(worktree: Path) -> list[Entry[Path]]:
     The listing is the one reading of ``messages/`` the reply rules use (R-DEBT-1).
     """
     out: list[Entry[Path]] = []
-    for item in Transcript(worktree):
+    for item in Transcript(worktree).everything():
         try:
             data = item.path.read_bytes()
         except OSError as exc:

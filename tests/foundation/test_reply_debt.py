@@ -296,6 +296,18 @@ def test_r_debt_1_the_lazy_reader_yields_every_entry_newest_first(names: set[str
         assert read_entries(worktree) == list(transcript.entries(worktree))
 
 
+def test_r_debt_1_the_lazy_reader_crosses_its_steps_in_order(tmp_path: Path) -> None:
+    """Gaps, one sequence under several spellings and origins, far more sequences than one
+    step takes: stepping through equals one full ordering."""
+    files = [(f"{n:03d}-{'m.json' if n % 3 else 'u.md'}", b"") for n in range(1, 400, 2)]
+    files += [("5-a.md", b""), ("005-a.md", b""), ("+5-b.json", b""), ("0397-z.md", b"")]
+    worktree = transcript_files(tmp_path, files)
+    got = [(e.seq, e.origin, e.delivered) for e in transcript.entries(worktree)]
+    assert got == expected_order([name for name, _ in files])
+    assert len(got) == len(files)
+    assert got[:3] == [(399, "u", True), (397, "z", True), (397, "m", False)]
+
+
 def test_r_debt_1_a_reader_can_be_iterated_again(tmp_path: Path) -> None:
     worktree = transcript_files(tmp_path, [(f"{n:03d}-m.json", TERMINAL) for n in range(1, 6)])
     reader = transcript.entries(worktree)

@@ -289,8 +289,14 @@ def bench_drain(python: Path, count: int) -> list[Row]:
 
 
 def bench_owes(entries: int) -> list[Row]:
-    """`owes_a_reply` on a long transcript against scandir plus reading the window's files."""
-    from lernie_ref.reply_debt import owes_a_reply, read_entries
+    """`owes_a_reply` on a long transcript against scandir plus reading the window's files.
+
+    The transcript is handed in by the lazy reader the exit protocol and the sweep use
+    (through `recipient`): one listing, the newest entries taken from a heap, and only
+    the window's files read.
+    """
+    from lernie_ref.reply_debt import owes_a_reply
+    from lernie_ref.substrate.transcript import entries as transcript_of
 
     with tempfile.TemporaryDirectory(prefix="lernie-bench-") as tmp:
         wt = Path(tmp) / "wt"
@@ -309,7 +315,7 @@ def bench_owes(entries: int) -> list[Row]:
 
         def lib() -> float:
             start = time.perf_counter()
-            owes_a_reply(read_entries(wt), AGENT)
+            owes_a_reply(transcript_of(wt), AGENT)
             return (time.perf_counter() - start) * 1000
 
         def floor() -> float:

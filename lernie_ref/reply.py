@@ -1,45 +1,30 @@
-"""Reply addressing: one address per terminal event (R-ADDR-1..3; bl-a96a).
+"""Reply addressing, as the seed names it: ``last_prompter``, ``recipient`` (bl-a96a).
 
-An obituary (``stopped``, ``budget-exhausted``, ``died``) reports to the
-dispatcher, ``parent_of(id)``. A reply (``final-response``) answers the last
-prompter — if a reply is owed at all (R-DEBT): ``user`` means the answer is read
-in place and nothing is deposited; with no prompter left, the dispatcher.
+A thin face over the pure decisions of :mod:`lernie_ref.core.debt`: an obituary
+reports to the dispatcher (R-ADDR-1); a final response answers the last prompter
+(R-ADDR-2) if a reply is owed at all (R-ADDR-3, R-DEBT-4). :func:`recipient`
+hands the decision the agent's transcript as a lazy reader, so it lists
+``messages/`` once and reads only the files the decision looks at.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+__all__ = ["last_prompter", "recipient"]
+
+from collections.abc import Iterable
 from pathlib import Path
 
-from lernie_ref.core.frontmatter import terminal_ref_of
-from lernie_ref.core.ids import parent_of
-from lernie_ref.core.vocab import USER_SENDER, Epitaph
-from lernie_ref.reply_debt import Entry, owes_a_reply, read_entries, read_text
+from lernie_ref.core import debt
+from lernie_ref.reply_debt import Entry
+from lernie_ref.substrate import transcript
+from lernie_ref.substrate.transcript import with_body
 
 
-def last_prompter(entries: Sequence[Entry], agent_id: str) -> str | None:
-    """R-ADDR-2: the newest delivered entry that is neither a self-note nor a result message.
-
-    ``entries`` are newest first (:func:`~lernie_ref.reply_debt.read_entries`). Not windowed.
-    """
-    for entry in entries:
-        if not entry.delivered or entry.origin == agent_id:
-            continue
-        if terminal_ref_of(read_text(entry)) is None:
-            return entry.origin
-    return None
+def last_prompter(entries: Iterable[Entry], agent_id: str) -> str | None:
+    """R-ADDR-2 over entries newest first (:func:`~lernie_ref.reply_debt.read_entries`)."""
+    return debt.last_prompter((with_body(e) for e in entries), agent_id)
 
 
 def recipient(worktree: Path, agent_id: str, epitaph: str) -> str | None:
-    """R-ADDR-1/3: where this terminal event's result goes; ``None`` = no deposit, no revival."""
-    if str(epitaph) != Epitaph.FINAL_RESPONSE:
-        return parent_of(agent_id)
-    entries = read_entries(worktree)
-    if not owes_a_reply(entries, agent_id):
-        return None
-    prompter = last_prompter(entries, agent_id)
-    if prompter == USER_SENDER:
-        return None
-    if prompter is not None:
-        return prompter
-    return parent_of(agent_id)
+    """R-ADDR-1, R-ADDR-3: where this terminal event's result goes; ``None`` = no deposit."""
+    return debt.recipient(transcript.entries(worktree), agent_id, epitaph)

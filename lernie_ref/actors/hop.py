@@ -37,7 +37,7 @@ from lernie_ref.actors.tools import run_tool
 from lernie_ref.adapters import ModelAdapter, ModelRequest
 from lernie_ref.core.actor import Actor, Passed
 from lernie_ref.core.clock import Clock
-from lernie_ref.core.entry import Block, text_of, tool_result_block, tool_use_ids
+from lernie_ref.core.entry import Block, Entry, text_of, tool_result_block, tool_use_ids
 from lernie_ref.core.errors import (
     AdoptError,
     GitOpError,
@@ -91,7 +91,7 @@ class HopDeps:
     stop_requested: Callable[[], bool]
 
 
-def model_steps(entries: Sequence[transcript.TranscriptEntry]) -> int:
+def model_steps(entries: Sequence[Entry[object]]) -> int:
     """R-TERM-4's budget measure: the number of model entries in the transcript."""
     return sum(1 for e in entries if e.role == "assistant")
 

@@ -75,13 +75,19 @@ from lernie_ref.core.sweep import (
 from lernie_ref.core.vocab import MARK_REF_PREFIX, MESSAGES_DIR, Epitaph, MarkKind, Point
 from lernie_ref.core.warrant import Warrant, unanswered_tail, warrant_of
 from lernie_ref.reply import recipient
-from lernie_ref.reply_debt import is_terminal_response, read_bytes, read_entries, read_text
+from lernie_ref.reply_debt import (
+    Entry,
+    is_terminal_response,
+    read_bytes,
+    read_entries,
+    read_text,
+)
 from lernie_ref.substrate import gitlocks
 from lernie_ref.substrate.deposit import deposit_result_actor, pending
 from lernie_ref.substrate.launcher import Launcher
 from lernie_ref.substrate.lock import try_acquire
 from lernie_ref.substrate.refsnap import AgentRefs, RefFiles, RefSnapshot, confirm
-from lernie_ref.substrate.transcript import Entry, commit_subject, entry_name, history_of, load
+from lernie_ref.substrate.transcript import commit_subject, entry_name, history_of, load
 from lernie_ref.substrate.workspace import Workspace
 
 __all__ = [  # the pure decisions live in lernie_ref.core.sweep; re-exported here for callers

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Protocol
 
-from lernie_ref.core.entry import Block, text_block, tool_use_block, tool_use_ids
+from lernie_ref.core.entry import Block, Entry, text_block, tool_use_block, tool_use_ids
 from lernie_ref.core.errors import (
     ConfigError,
     ModelError,
@@ -40,7 +40,7 @@ from lernie_ref.core.errors import (
 )
 from lernie_ref.core.frontmatter import rust_lines, split_frontmatter, terminal_ref_of
 from lernie_ref.substrate.config import Config
-from lernie_ref.substrate.transcript import TranscriptEntry, WireMessage
+from lernie_ref.substrate.transcript import WireMessage
 
 StopCheck = Callable[[], bool]
 
@@ -83,7 +83,7 @@ TOOL_SPECS: list[dict[str, object]] = [
 @dataclass(frozen=True)
 class ModelRequest:
     agent_id: str
-    entries: list[TranscriptEntry]
+    entries: Sequence[Entry[object]]
     messages: list[WireMessage]
     tools: list[dict[str, object]] = field(default_factory=lambda: list(TOOL_SPECS))
     worktree: Path | None = None
@@ -212,7 +212,7 @@ def parse_script(body: str) -> Script:
     return Script(tuple(actions), silent, sleep_s, first_line, count)
 
 
-def _terminal(entry: TranscriptEntry) -> bool:
+def _terminal(entry: Entry[object]) -> bool:
     """R-DEBT-2's terminal response: a model entry with no ``tool_use``."""
     return entry.role == "assistant" and not tool_use_ids(entry.blocks())
 

@@ -1,4 +1,5 @@
-"""Transcript entry JSON: the bytes of model and tool entries, and the one reader (R-TR-4).
+"""Transcript entries: the one entry value (R-TR-1), and the bytes of model and tool entries
+with their one reader (R-TR-4).
 
 Writers reproduce serde_json's compact output: no whitespace, non-ASCII kept
 raw, block keys in the block's own field order, and the keys of free-form JSON
@@ -10,9 +11,12 @@ The reader accepts both on-disk shapes: an object with a ``content`` array
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
-from lernie_ref.core.errors import EntryError
+from lernie_ref.core.errors import EntryError, LernieError, TranscriptError
+from lernie_ref.core.vocab import MESSAGES_DIR, TOOL_ORIGIN, Role
 
 Block = dict[str, object]
 
@@ -131,3 +135,85 @@ def text_of(blocks: Sequence[Block]) -> str | None:
         str(b["text"]) for b in blocks if b.get("type") == "text" and isinstance(b.get("text"), str)
     )
     return text or None
+
+
+Where = TypeVar("Where", covariant=True)
+"""Where an entry lives: a file path for an entry read from disk, its file name in memory."""
+
+Body = bytes | Callable[[], bytes] | None
+"""An entry's bytes, or a function that reads them when they are first needed."""
+
+
+@dataclass(frozen=True)
+class Entry(Generic[Where]):
+    """One transcript entry (R-TR-1): the one entry value of the whole package.
+
+    ``delivered`` marks a ``.md`` entry (a delivered deposit); otherwise it is a model
+    entry, or a tool result when ``origin`` is ``tool``. ``path`` says where the entry
+    lives; the decisions use only its last component (:attr:`name`) and its text in
+    error messages. ``body`` carries the bytes, or a function that reads them: the
+    transcript reader supplies one, so a decision reads only the files it looks at
+    (R-DEBT-1), while values built in memory carry their bytes. The body is read at most
+    once and takes no part in equality.
+    """
+
+    seq: int
+    origin: str
+    delivered: bool
+    path: Where
+    body: Body = field(default=None, compare=False, repr=False)
+
+    @property
+    def name(self) -> str:
+        """The file name: the last component of :attr:`path`."""
+        return str(self.path).rpartition("/")[2]
+
+    @property
+    def data(self) -> bytes:
+        """The entry's bytes; an entry built with none raises :class:`TranscriptError`."""
+        body = self.body
+        if isinstance(body, bytes):
+            return body
+        if body is None:
+            raise TranscriptError(f"transcript entry {self.path}: no bytes were supplied")
+        data = body()
+        object.__setattr__(self, "body", data)
+        return data
+
+    @property
+    def role(self) -> Role:
+        """R-TR-5: ``.md`` → user, ``NNN-tool.json`` → tool, any other ``.json`` → assistant."""
+        if self.delivered:
+            return "user"
+        return "tool" if self.origin == TOOL_ORIGIN else "assistant"
+
+    @property
+    def text(self) -> str:
+        """A delivered entry's whole text, frontmatter included (lossy for non-UTF-8 bytes)."""
+        return self.data.decode("utf-8", "replace")
+
+    def strict_text(self) -> str:
+        """The entry's text; bytes that are not UTF-8 raise :class:`TranscriptError` (R-DEBT-1)."""
+        data = self.data
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise TranscriptError(f"transcript entry {self.path} is not UTF-8 text") from None
+
+    def blocks(self) -> list[Block]:
+        """The content blocks: one text block for a delivered entry, the JSON's blocks otherwise."""
+        if self.delivered:
+            return [text_block(self.text)]
+        try:
+            return entry_blocks(self.data)
+        except LernieError as exc:
+            raise TranscriptError(f"transcript entry {MESSAGES_DIR}/{self.name}: {exc}") from None
+
+    def model_blocks(self) -> list[Block]:
+        """A model or tool entry's blocks as the reply debt reads them (R-DEBT-1: bytes that
+        are not entry JSON are an error naming the entry's path)."""
+        data = self.data
+        try:
+            return entry_blocks(data)
+        except EntryError as exc:
+            raise TranscriptError(f"transcript entry {self.path}: {exc}") from None

@@ -1,14 +1,17 @@
-"""The transcript: ``messages/NNN-<origin>.md|.json``, one commit per entry (R-TR-1..5).
+"""The transcript: ``messages/NNN-<origin>.md|.json``, one commit per entry.
 
 An agent's transcript is the set of entry files under ``messages/`` in its
-worktree. Order lives in the name only: ``NNN`` is derived, never stored, as the
-largest sequence present plus one (R-TR-2), and only the lock holder writes, so
-two entries can never take one number (I-4). Every entry is published by a
-``rename`` into ``messages/`` and then committed on its own with the subject
-``transcript NNN: <origin> [<id>]`` (R-TR-3). A crash between the rename and the
-commit leaves an uncommitted file under ``messages/`` that the next drain's
-stray recovery commits first (R-DRAIN-2, I-18): a file that left the inbox
-always lands.
+worktree (R-TR-1), read here into the one entry value of the package
+(:class:`~lernie_ref.core.entry.Entry`, bytes supplied lazily) for the pure
+decisions of the core (R-DEBT-1). Order lives in the name only: ``NNN`` is
+derived, never stored, as the largest sequence present plus one (R-TR-2), and
+only the lock holder writes, so two entries can never take one number (I-4).
+Every entry is published by a ``rename`` into ``messages/`` and then committed
+on its own with the subject ``transcript NNN: <origin> [<id>]`` (R-TR-3); model
+and tool entries are rendered by the core (R-TR-4) and composed into the
+model's history here (R-TR-5). A crash between the rename and the commit leaves
+an uncommitted file under ``messages/`` that the next drain's stray recovery
+commits first (R-DRAIN-2, I-18): a file that left the inbox always lands.
 
 The writers here are actors (DESIGN, "actors with explicit atomic points"): they
 yield ``transcript.renamed`` after the rename and ``transcript.committed`` after
@@ -18,12 +21,14 @@ the commit, so a test can stop the world between the two.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import compress, repeat
+from operator import ge, itemgetter, lt
 from pathlib import Path
 
 from lernie_ref.core.actor import Actor, Passed
-from lernie_ref.core.entry import Block, entry_blocks, render_model_entry, render_tool_entry
+from lernie_ref.core.entry import Block, Entry, render_model_entry, render_tool_entry
 from lernie_ref.core.errors import (
     GitOpError,
     LernieError,
@@ -36,86 +41,158 @@ from lernie_ref.core.vocab import MESSAGES_DIR, TOOL_ORIGIN, Point, Role
 from lernie_ref.substrate.gitrun import GitRunner
 
 
-@dataclass(frozen=True)
-class Entry:
-    """One transcript entry (R-TR-1): ``delivered`` for ``.md``, else the agent's own ``.json``."""
+class Transcript:
+    """The entries of ``<worktree>/messages/``, newest first, read lazily (R-DEBT-1).
 
-    seq: int
-    origin: str
-    delivered: bool
-    path: Path
-
-
-def read_entries(worktree: Path) -> list[Entry]:
-    """R-DEBT-1: every legible entry of ``<worktree>/messages/``, newest first.
+    Iterating lists the directory once (on the first iteration, so a reader that is
+    never iterated reads nothing), then hands out entries newest first without
+    parsing or ordering the whole listing in Python: the names' leading numbers are
+    read in bulk, and each step takes the next few sequences below the ones already
+    handed out (a chunk that grows fourfold each time), so a decision that stops
+    near the newest entry looks at a handful of names. Each name taken is parsed by
+    the one parser of R-TR-1; names it declines are skipped. Entries with one
+    sequence (impossible under the lock) come by origin, then kind, both
+    descending, in listing order beyond that. Each entry's bytes are read when a
+    decision first asks for them, once. Iterating again replays the entries handed
+    out so far and continues from there.
 
     A missing directory is an empty transcript; a ``messages`` that is not a
     directory, or cannot be listed, raises :class:`TranscriptError`.
     """
-    directory = Path(worktree) / MESSAGES_DIR
-    try:
-        names = os.listdir(directory)
-    except FileNotFoundError:
-        return []
-    except OSError as exc:
-        raise TranscriptError(f"read transcript {directory}: {io_text(exc)}") from None
-    out: list[Entry] = []
-    for name in names:
-        parsed = parse_entry_name(name)
-        if parsed is not None:
-            seq, origin, delivered = parsed
-            out.append(Entry(seq, origin, delivered, directory / name))
-    out.sort(key=lambda e: (e.seq, e.origin, e.delivered), reverse=True)
-    return out
 
+    FIRST_CHUNK = 8
+    """Sequences taken by the first step: a terminal response, its window and the one before."""
 
-def read_bytes(entry: Entry) -> bytes:
-    try:
-        return entry.path.read_bytes()
-    except OSError as exc:
-        raise TranscriptError(f"read transcript entry {entry.path}: {io_text(exc)}") from None
+    def __init__(self, worktree: Path) -> None:
+        self.directory = Path(worktree) / MESSAGES_DIR
+        self._names: list[str] | None = None
+        self._numbered: list[int] = []  # indices into _names of the names with a number
+        self._seqs: list[int] = []  # their numbers, aligned with _numbered
+        self._below: int | None = None  # every sequence >= this was handed out
+        self._chunk = self.FIRST_CHUNK
+        self._given: list[Entry[Path]] = []
 
+    def __iter__(self) -> Iterator[Entry[Path]]:
+        done = 0
+        while True:
+            if done < len(self._given):
+                yield self._given[done]
+                done += 1
+            elif not self._take_next():
+                return
 
-def read_text(entry: Entry) -> str:
-    """The entry's text; unreadable or non-UTF-8 → :class:`TranscriptError`."""
-    data = read_bytes(entry)
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise TranscriptError(f"transcript entry {entry.path} is not UTF-8 text") from None
+    def everything(self) -> list[Entry[Path]]:
+        """Every entry, newest first: the rest is ordered in one sort rather than in steps."""
+        names = self._listing()
+        seqs, below = self._seqs, self._below
+        order = sorted(range(len(seqs)), key=seqs.__getitem__, reverse=True)  # stable
+        if below is not None:
+            order = [j for j in order if seqs[j] < below]
+        start = 0
+        while start < len(order):
+            end = start + 1
+            while end < len(order) and seqs[order[end]] == seqs[order[start]]:
+                end += 1
+            self._give(names, order[start:end])
+            start = end
+        self._below = -1
+        return list(self._given)
 
-
-
-@dataclass(frozen=True)
-class TranscriptEntry:
-    """One entry as read from ``messages/`` (R-TR-1): its name, parsed parts and bytes."""
-
-    seq: int
-    origin: str
-    delivered: bool
-    name: str
-    data: bytes
-
-    @property
-    def role(self) -> Role:
-        """R-TR-5: ``.md`` → user, ``NNN-tool.json`` → tool, any other ``.json`` → assistant."""
-        if self.delivered:
-            return "user"
-        return "tool" if self.origin == TOOL_ORIGIN else "assistant"
-
-    @property
-    def text(self) -> str:
-        """A delivered entry's whole text, frontmatter included (lossy for non-UTF-8 bytes)."""
-        return self.data.decode("utf-8", "replace")
-
-    def blocks(self) -> list[Block]:
-        """The content blocks: one text block for a delivered entry, the JSON's blocks otherwise."""
-        if self.delivered:
-            return [{"type": "text", "text": self.text}]
+    def _listing(self) -> list[str]:
+        if self._names is not None:
+            return self._names
         try:
-            return entry_blocks(self.data)
-        except LernieError as exc:
-            raise TranscriptError(f"transcript entry {MESSAGES_DIR}/{self.name}: {exc}") from None
+            names = os.listdir(self.directory)
+        except FileNotFoundError:
+            names = []
+        except OSError as exc:
+            raise TranscriptError(f"read transcript {self.directory}: {io_text(exc)}") from None
+        # The number of every name whose text before its first "-" is a (possibly
+        # "+"-signed) decimal number: a superset of the entries, read in bulk in C.
+        heads = list(map(str.lstrip, map(itemgetter(0), map(str.partition, names,
+                                                             repeat("-"))), repeat("+")))
+        self._numbered = list(compress(range(len(names)), map(str.isdecimal, heads)))
+        self._seqs = list(map(int, map(heads.__getitem__, self._numbered)))
+        self._names = names
+        return names
+
+    def _take_next(self) -> bool:
+        """Hand out the entries of the next chunk of sequences; False when none are left."""
+        names = self._listing()
+        seqs, below = self._seqs, self._below
+        rest = seqs if below is None else list(compress(seqs, map(lt, seqs, repeat(below))))
+        if not rest:
+            self._below = -1
+            return False
+        low = max(rest) - self._chunk + 1
+        taken = [j for j in compress(range(len(seqs)), map(ge, seqs, repeat(low)))
+                 if below is None or seqs[j] < below]
+        taken.sort(key=seqs.__getitem__, reverse=True)  # stable: listing order within one
+        start = 0
+        while start < len(taken):
+            end = start + 1
+            while end < len(taken) and seqs[taken[end]] == seqs[taken[start]]:
+                end += 1
+            self._give(names, taken[start:end])
+            start = end
+        self._below = low
+        self._chunk *= 4
+        return True
+
+    def _give(self, names: list[str], group: list[int]) -> None:
+        """Parse the names of one sequence (R-TR-1) and hand out the entries among them."""
+        entries: list[Entry[Path]] = []
+        for j in group:
+            name = names[self._numbered[j]]
+            parsed = parse_entry_name(name)
+            if parsed is not None:
+                entries.append(_disk_entry(self.directory / name, *parsed))
+        entries.sort(key=lambda e: (e.origin, e.delivered), reverse=True)
+        self._given.extend(entries)
+
+
+def _disk_entry(path: Path, seq: int, origin: str, delivered: bool) -> Entry[Path]:
+    return Entry(seq, origin, delivered, path, lambda: read_path(path))
+
+
+def read_path(path: Path) -> bytes:
+    """An entry file's bytes; unreadable → :class:`TranscriptError`."""
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise TranscriptError(f"read transcript entry {path}: {io_text(exc)}") from None
+
+
+def entries(worktree: Path) -> Transcript:
+    """R-DEBT-1: the transcript of ``worktree``, newest first, listed and read lazily."""
+    return Transcript(worktree)
+
+
+def read_entries(worktree: Path) -> list[Entry[Path]]:
+    """R-DEBT-1: every legible entry of ``<worktree>/messages/``, newest first.
+
+    The bytes are read lazily (see :class:`Transcript`). A missing directory is an
+    empty transcript; a ``messages`` that is not a directory, or cannot be listed,
+    raises :class:`TranscriptError`.
+    """
+    return Transcript(worktree).everything()
+
+
+def with_body(entry: Entry[Path]) -> Entry[Path]:
+    """``entry`` itself if it carries its bytes (or their reader), else one that reads its path."""
+    if entry.body is not None:
+        return entry
+    return _disk_entry(entry.path, entry.seq, entry.origin, entry.delivered)
+
+
+def read_bytes(entry: Entry[Path]) -> bytes:
+    """The entry's bytes (read from its path when it carries none); unreadable → error."""
+    return with_body(entry).data
+
+
+def read_text(entry: Entry[Path]) -> str:
+    """The entry's text; unreadable or non-UTF-8 → :class:`TranscriptError`."""
+    return with_body(entry).strict_text()
 
 
 @dataclass(frozen=True)
@@ -159,23 +236,24 @@ def commit_subject(seq: int, origin: str, agent_id: str) -> str:
     return f"transcript {seq_text(seq)}: {origin} [{agent_id}]"
 
 
-def load(worktree: Path) -> list[TranscriptEntry]:
-    """Every entry in ``messages/``, oldest first (by sequence, then name). Missing → ``[]``.
+def load(worktree: Path) -> list[Entry[Path]]:
+    """Every entry in ``messages/`` with its bytes, oldest first (by sequence, then name).
+    Missing → ``[]``; an entry that cannot be read raises :class:`TranscriptError`.
 
     The listing is the one reading of ``messages/`` the reply rules use (R-DEBT-1).
     """
-    entries: list[TranscriptEntry] = []
-    for item in read_entries(worktree):
+    out: list[Entry[Path]] = []
+    for item in Transcript(worktree).everything():
         try:
             data = item.path.read_bytes()
         except OSError as exc:
             raise TranscriptError(f"read {item.path}: {io_text(exc)}") from None
-        entries.append(TranscriptEntry(item.seq, item.origin, item.delivered, item.path.name, data))
-    entries.sort(key=lambda e: (e.seq, e.name))
-    return entries
+        out.append(Entry(item.seq, item.origin, item.delivered, item.path, data))
+    out.sort(key=lambda e: (e.seq, e.name))
+    return out
 
 
-def wire_messages(entries: Sequence[TranscriptEntry]) -> list[WireMessage]:
+def wire_messages(entries: Sequence[Entry[object]]) -> list[WireMessage]:
     """R-TR-5: compose entries into a history; consecutive entries of one role merge."""
     out: list[WireMessage] = []
     for entry in entries:
@@ -187,7 +265,7 @@ def wire_messages(entries: Sequence[TranscriptEntry]) -> list[WireMessage]:
     return out
 
 
-def history_of(entries: Sequence[TranscriptEntry]) -> list[tuple[Role, Sequence[Block]]]:
+def history_of(entries: Sequence[Entry[object]]) -> list[tuple[Role, Sequence[Block]]]:
     """R-TR-5: the history the warrant (R-STEP-3) is decided over, as plain values."""
     return [(m.role, m.content) for m in wire_messages(entries)]
 
@@ -214,7 +292,7 @@ def write_entry_actor(
     data: bytes,
     staging: Path,
     git: GitRunner,
-) -> Actor[TranscriptEntry]:
+) -> Actor[Entry[Path]]:
     """Publish a model or tool entry: staging file → rename into ``messages/`` → commit.
 
     The bytes are written to ``staging`` (outside the worktree, in ``steps/<id>/``)
@@ -232,7 +310,7 @@ def write_entry_actor(
     paths = None if origin == TOOL_ORIGIN else [f"{MESSAGES_DIR}/{name}"]
     commit(git, worktree, paths, commit_subject(seq, origin, agent_id), op="transcript")
     yield Passed(Point.TRANSCRIPT_COMMITTED, agent_id, name)
-    return TranscriptEntry(seq, origin, False, name, data)
+    return Entry(seq, origin, False, messages_dir(worktree) / name, data)
 
 
 def model_entry_actor(
@@ -243,7 +321,7 @@ def model_entry_actor(
     usage: dict[str, int] | None,
     staging: Path,
     git: GitRunner,
-) -> Actor[TranscriptEntry]:
+) -> Actor[Entry[Path]]:
     """Commit the assistant entry ``NNN-<model>.json`` (R-TR-4); model id ``tool`` is refused."""
     if model_id == TOOL_ORIGIN:
         raise ReservedModelId(model_id)
@@ -253,7 +331,7 @@ def model_entry_actor(
 
 def tool_entry_actor(
     worktree: Path, agent_id: str, result: Block, staging: Path, git: GitRunner
-) -> Actor[TranscriptEntry]:
+) -> Actor[Entry[Path]]:
     """Commit one tool result as ``NNN-tool.json``, a bare one-element array (R-TR-4)."""
     data = render_tool_entry(result)
     return (yield from write_entry_actor(worktree, agent_id, TOOL_ORIGIN, data, staging, git))

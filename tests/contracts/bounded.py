@@ -14,11 +14,12 @@ with no contract assumed. Three kinds:
 - **Finite domains and symbolic holes.** Legal inputs built around a symbolic
   sender or an index into a table of tricky header values, which reach the
   interesting paths of a rule far faster than an unconstrained string.
-- **In-memory cores.** ``owes_a_reply`` and ``last_prompter`` read entry bytes
-  through ``entry.path.read_bytes()``; here the path is a :class:`MemPath`, so the
-  real functions run on a transcript CrossHair chooses (entry kinds and senders
-  as small integers) and are compared with an independent statement of R-DEBT
-  and R-ADDR written below.
+- **Pure decisions over values.** The reply debt and addressing of
+  :mod:`lernie_ref.core.debt` take entries that carry their bytes, so the real
+  functions run on a transcript CrossHair chooses (entry kinds and senders as
+  small integers) and are compared with an independent statement of R-DEBT-2,
+  R-DEBT-3, R-DEBT-4 and R-ADDR-2 written below. The release rule still reads a
+  pending deposit through its path; there the path is a :class:`MemPath`.
 
 The module imports the package by module (``frontmatter.parse_u32``), so a test can
 run it against a scratch copy of the package with one bug planted.
@@ -30,9 +31,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
 
-from lernie_ref import inbox, reply, reply_debt
+from lernie_ref import inbox
 from lernie_ref.actors import release
-from lernie_ref.core import entry, frontmatter, ids, warrant
+from lernie_ref.core import debt, entry, frontmatter, ids, warrant
 from lernie_ref.core.errors import NotAnAgentId
 from lernie_ref.core.vocab import Role
 
@@ -260,16 +261,6 @@ def parked_by_epitaph(k: int) -> None:
 # ------------------------------------------------- reply debt and addressing (R-DEBT, R-ADDR)
 
 
-class MemPath:
-    """Stands in for an entry's ``Path``: the one method the debt reads, over bytes in memory."""
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-
-    def read_bytes(self) -> bytes:
-        return self.data
-
-
 AGENT = "r-1-c-2"
 """The agent whose transcript the debt harnesses build (depth 1, parent ``r-1``)."""
 
@@ -294,14 +285,15 @@ def entry_bytes(sender: str, kind: int) -> bytes:
     return entry.render_tool_entry(entry.tool_result_block("t", "ok", False))
 
 
-def transcript(steps: Sequence[tuple[int, int]]) -> list[reply_debt.Entry]:
-    """Entries ``1..n`` from ``(sender code, kind)`` steps, newest first like ``read_entries``."""
+def transcript(steps: Sequence[tuple[int, int]]) -> list[entry.Entry[str]]:
+    """Entries ``1..n`` from ``(sender code, kind)`` steps, newest first like ``read_entries``,
+    each carrying its bytes."""
     out = []
     for seq, (code, kind) in enumerate(steps, start=1):
         delivered = kind in (PLAIN, RESULT)
         origin = ORIGINS[code] if delivered else ("tool" if kind == TOOL_RESULT else "scripted")
-        path = cast(Path, MemPath(entry_bytes(ORIGINS[code], kind)))
-        out.append(reply_debt.Entry(seq, origin, delivered, path))
+        name = f"{seq:03d}-{origin}{'.md' if delivered else '.json'}"
+        out.append(entry.Entry(seq, origin, delivered, name, entry_bytes(ORIGINS[code], kind)))
     return out[::-1]
 
 
@@ -329,14 +321,14 @@ def debt_agrees(steps: list[tuple[int, int]]) -> None:
     R-DEBT-4: ``owes_a_reply`` over an in-memory transcript equals the rule."""
     assert len(steps) <= 6
     assert all(0 <= code < 6 and 0 <= kind < 5 for code, kind in steps)
-    assert reply_debt.owes_a_reply(transcript(steps), AGENT) == spec_owes(steps)
+    assert debt.owes_a_reply(transcript(steps), AGENT) == spec_owes(steps)
 
 
 def prompter_agrees(steps: list[tuple[int, int]]) -> None:
     """R-ADDR-2: ``last_prompter`` over an in-memory transcript equals the rule."""
     assert len(steps) <= 6
     assert all(0 <= code < 6 and 0 <= kind < 5 for code, kind in steps)
-    assert reply.last_prompter(transcript(steps), AGENT) == spec_last_prompter(steps)
+    assert debt.last_prompter(transcript(steps), AGENT) == spec_last_prompter(steps)
 
 
 def step(x: int) -> list[tuple[int, int]]:
@@ -352,14 +344,14 @@ def debt_window(p: int, q: int, r: int) -> None:
     """
     assert all(0 <= x <= 30 for x in (p, q, r))
     steps = [*step(p), (0, ANSWER), *step(q), *step(r), (0, ANSWER)]
-    assert reply_debt.owes_a_reply(transcript(steps), AGENT) == spec_owes(steps)
+    assert debt.owes_a_reply(transcript(steps), AGENT) == spec_owes(steps)
 
 
 def prompter_slots(p: int, q: int, r: int) -> None:
     """R-ADDR-2 on every transcript of up to three steps, each a number as in :func:`step`."""
     assert all(0 <= x <= 30 for x in (p, q, r))
     steps = [*step(p), *step(q), *step(r)]
-    assert reply.last_prompter(transcript(steps), AGENT) == spec_last_prompter(steps)
+    assert debt.last_prompter(transcript(steps), AGENT) == spec_last_prompter(steps)
 
 
 # ------------------------------------------------------------------ warrant (R-STEP-3)
@@ -415,6 +407,16 @@ def warrant_slots(a: int, b: int, c: int, d: int) -> None:
 
 
 # ------------------------------------------------------------- release rule (R-REL-1, R-REL-2)
+
+class MemPath:
+    """Stands in for a pending deposit's ``Path``: the one method the release rule reads."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def read_bytes(self) -> bytes:
+        return self.data
+
 
 DEPOSITS = (
     ("user", b"---\nfrom: user\ndeposited_at: x\n---\nhi"),

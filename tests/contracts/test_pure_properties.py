@@ -223,8 +223,7 @@ def write_transcript(root: Path, chosen: list[tuple[int, int]]) -> None:
     messages = root / "messages"
     messages.mkdir()
     for item in bounded.transcript(chosen):
-        name = transcript.entry_name(item.seq, item.origin, item.delivered)
-        (messages / name).write_bytes(item.path.read_bytes())
+        (messages / item.name).write_bytes(item.data)
 
 
 def spec_recipient(chosen: list[tuple[int, int]]) -> str | None:

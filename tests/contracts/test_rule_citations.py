@@ -26,7 +26,6 @@ NOT_CITED_IN_LERNIE_REF: dict[str, str] = {
     "R-SCAN-8": "the sweep's residual cases live in actors/sweep.py, which cites no id yet",
     "I-15": "the sweep's idempotence rests on actors/sweep.py's mark check (R-SCAN-5)",
     "I-16": "the sweep's soundness rests on actors/sweep.py's hold and reading (R-SCAN-4)",
-    "I-12": "the reply debt is reply_debt.py's owes_a_reply, cited there only in compressed form",
     "I-13": "a property of whole runs (reply debt plus release rule); checked by tests and "
     "the model, no single function implements it",
 }

@@ -18,9 +18,9 @@ from collections.abc import Callable
 
 import pytest
 
-from lernie_ref import reply
 from lernie_ref.actors import release
 from lernie_ref.actors.hop import Outcome, hop_actor
+from lernie_ref.core import debt
 from lernie_ref.core.actor import Stepper, run
 from lernie_ref.core.clock import SystemClock
 from lernie_ref.core.vocab import Point
@@ -127,7 +127,7 @@ def test_i_13_without_the_reply_debt_the_exchange_never_ends(
     ws: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The seeded historic bug bl-82d8 (lernie before the debt): every reply is owed."""
-    monkeypatch.setattr(reply, "owes_a_reply", lambda entries, agent_id: True)
+    monkeypatch.setattr(debt, "owes_a_reply", lambda entries, agent_id: True)
     inline = Inline(ws)
     settled, a, b = _two_agent_exchange(ws, inline, max_hops=60)
     assert not settled

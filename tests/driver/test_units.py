@@ -17,6 +17,7 @@ from lernie_ref.adapters import (
 )
 from lernie_ref.cli.log import render_entry
 from lernie_ref.core.entry import (
+    Entry,
     render_model_entry,
     render_tool_entry,
     text_block,
@@ -24,7 +25,6 @@ from lernie_ref.core.entry import (
 )
 from lernie_ref.core.warrant import Warrant, unanswered_tail, warrant_of
 from lernie_ref.substrate.transcript import (
-    TranscriptEntry,
     commit_subject,
     entry_name,
     load,
@@ -54,9 +54,9 @@ def test_r_tr_1_3_names_and_commit_subjects() -> None:
     assert commit_subject(3, "tool", "a-b") == "transcript 003: tool [a-b]"
 
 
-def _entry(seq: int, origin: str, delivered: bool, data: bytes) -> TranscriptEntry:
+def _entry(seq: int, origin: str, delivered: bool, data: bytes) -> Entry[str]:
     name = entry_name(seq, origin, delivered)
-    return TranscriptEntry(seq, origin, delivered, name, data)
+    return Entry(seq, origin, delivered, name, data)
 
 
 def test_r_tr_5_wire_history_roles_and_merging() -> None:

@@ -8,13 +8,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from lernie_ref.core.entry import Entry
 from lernie_ref.inbox import pending
 from lernie_ref.substrate.lock import try_acquire
-from lernie_ref.substrate.transcript import TranscriptEntry, load
+from lernie_ref.substrate.transcript import load
 from lernie_ref.substrate.workspace import Workspace
 
 
-def entries(ws: Workspace, agent: str) -> list[TranscriptEntry]:
+def entries(ws: Workspace, agent: str) -> list[Entry[Path]]:
     return load(ws.worktree(agent))
 
 

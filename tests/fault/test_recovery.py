@@ -16,7 +16,7 @@ from conftest import run_cli, wait_quiescent
 from lernie_stateful.audit import audit
 
 from lernie_ref.actors.sweep import REVIVE_LIMIT, scan, scan_actor
-from lernie_ref.core.actor import run
+from lernie_ref.core.actor import Stepper, run
 from lernie_ref.core.clock import SystemClock
 from lernie_ref.core.frontmatter import split_frontmatter
 from lernie_ref.inbox import RecordingLauncher, cli_dispatch, cli_message, cli_prompt
@@ -194,3 +194,31 @@ def test_r_drain_8_a_lost_reply_leaves_before_new_mail_buries_it(
     assert [len(g) for g in entries_per_commit(ws, root)] == [1] * len(entries(ws, root))
     report = audit(ws.root)
     assert report.violations(True) == [], report.text(True)
+
+
+def test_r_scan_5_a_scan_killed_between_an_obituary_and_its_mark_does_not_repeat_it(
+    ws: Workspace,
+) -> None:
+    """Found by the crash enumeration (its audit check): a scan killed after publishing a
+    dead child's `died` obituary and before moving the returned mark left the mark behind,
+    and the next scan reported the same death again, so the parent got it twice (I-5, I-15)."""
+    rec = RecordingLauncher()
+    root = cli_prompt(ws, "lead", "", rec)
+    drive(ws, root)
+    child = cli_dispatch(ws, root, "build it", "", rec)
+    Inline(ws).crash_at(child, Point.HOP_WARRANT)
+    actor = scan_actor(ws, RecordingLauncher(), SystemClock())
+    Stepper(actor).run_to(Point.DEPOSIT_PUBLISHED)
+    actor.close()  # killed: the obituary is published, the mark not moved
+    died = [p for p in os.listdir(ws.inbox_dir(root)) if not p.startswith(".")]
+    assert len(died) == 1
+    inline = Inline(ws)
+    report = run(scan_actor(ws, inline.launcher, SystemClock()))
+    assert report.swept == []
+    assert inline.settle()
+    obituaries = [
+        p for p in (ws.worktree(root) / "messages").glob(f"*-{child}.md")
+        if re.search(r"^epitaph: *died *$", p.read_text(), re.M)
+    ]
+    assert len(obituaries) == 1
+    assert answered(ws, child)

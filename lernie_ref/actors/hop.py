@@ -3,8 +3,9 @@ R-STEP-4, R-STEP-5).
 
 Theory of operation. A hop takes the agent's lease (adopting a baton, or a
 fresh try-acquire; busy means another executor drives, so it leaves at once),
-settles a tool window a crash left open (R-STEP-2), drains the inbox (R-DRAIN),
-and reads the warrant from the transcript (R-STEP-3):
+settles a tool window a crash left open (R-STEP-2), sends a final response's reply
+that a crash kept from leaving (R-DRAIN-8), drains the inbox (R-DRAIN), and reads
+the warrant from the transcript (R-STEP-3):
 
 - Unpaired → declined, exit 1.
 - NothingDue → release with the release rule, exit 0 (pin 1).
@@ -32,7 +33,9 @@ from pathlib import Path
 
 from lernie_ref.actors.drain import drain_actor, recover_strays
 from lernie_ref.actors.exit_protocol import conclude_actor, terminal_ref
+from lernie_ref.actors.probe import probe_actor
 from lernie_ref.actors.release import notice, release_actor
+from lernie_ref.actors.sweep import unsent_reply
 from lernie_ref.actors.tools import run_tool
 from lernie_ref.adapters import ModelAdapter, ModelRequest
 from lernie_ref.core.actor import Actor, Passed
@@ -40,16 +43,20 @@ from lernie_ref.core.clock import Clock
 from lernie_ref.core.entry import Block, Entry, text_of, tool_result_block, tool_use_ids
 from lernie_ref.core.errors import (
     AdoptError,
+    DepositError,
     GitOpError,
     LeaseAdoptError,
     LernieError,
+    ResultDepositError,
     UnpairedToolUse,
 )
 from lernie_ref.core.vocab import STAGING_FILE, MarkKind, Point
 from lernie_ref.core.warrant import Warrant, unanswered_tail, warrant_of
 from lernie_ref.inbox import Epitaph, Launcher
+from lernie_ref.reply_debt import is_terminal_response, read_entries
 from lernie_ref.substrate import gitlocks, transcript
 from lernie_ref.substrate.config import Config
+from lernie_ref.substrate.deposit import deposit_result_actor
 from lernie_ref.substrate.lock import ExecutorLock, take_lease
 from lernie_ref.substrate.workspace import Workspace
 
@@ -145,7 +152,7 @@ def _drive(ws: Workspace, agent_id: str, lock: ExecutorLock, deps: HopDeps) -> A
     removed = gitlocks.clear_stale_locks(ws.root, worktree, agent_id)
     if removed:  # R-WS-8: before the holder's first git call
         notice(gitlocks.describe(ws.root, removed, agent_id))
-    stray = False
+    stray = resent = False
     if worktree.is_dir():
         # R-DRAIN-2 before R-STEP-2: a model entry renamed but never committed is committed
         # alone first, so the settlement's tool commit never carries it (R-TR-3).
@@ -160,6 +167,9 @@ def _drive(ws: Workspace, agent_id: str, lock: ExecutorLock, deps: HopDeps) -> A
             )
             yield from _settle_actor(ws, agent_id, open_ids, DIED_TEXT)
             yield Passed(Point.HOP_SETTLED, agent_id, str(len(open_ids)))
+        # R-DRAIN-8: a final response whose reply never left goes out before the drain
+        # delivers anything after it (then R-SCAN-9 could no longer see it).
+        resent = yield from _send_lost_reply(ws, agent_id, deps)
     delivery = yield from drain_actor(ws, agent_id, lock, ws.git)
     if not delivery.worktree_present:
         yield from release_actor(ws.root, agent_id, lock, delivery.seen, deps.launcher)
@@ -169,11 +179,12 @@ def _drive(ws: Workspace, agent_id: str, lock: ExecutorLock, deps: HopDeps) -> A
     if due is Warrant.UNPAIRED:
         raise UnpairedToolUse(agent_id)
     if due is Warrant.NOTHING_DUE:
-        recovered = stray or delivery.stray_recovered
+        recovered = (stray or delivery.stray_recovered) and not resent
         newest = transcript.load(worktree)[-1:] if recovered else []
         if newest and newest[0].role == "assistant" and not tool_use_ids(newest[0].blocks()):
             # R-DRAIN-8: the stray just recovered is a terminal response whose driver died
-            # before its exit protocol: finish that protocol now (nothing was deposited yet).
+            # before its exit protocol and whose reply (if any) was not sent above: finish
+            # that protocol now (nothing was deposited for it yet).
             response = text_of(newest[0].blocks())
             return (
                 yield from _conclude(
@@ -184,6 +195,41 @@ def _drive(ws: Workspace, agent_id: str, lock: ExecutorLock, deps: HopDeps) -> A
         yield from release_actor(ws.root, agent_id, lock, delivery.seen, deps.launcher)
         return HopResult(Outcome.NOTHING_TO_DO)
     return (yield from _step(ws, agent_id, lock, delivery.seen, deps))
+
+
+def _send_lost_reply(ws: Workspace, agent_id: str, deps: HopDeps) -> Actor[bool]:
+    """R-DRAIN-8: deposit the reply of a final response whose driver died between the entry
+    reaching the branch and the deposit (R-SCAN-9's conditions), and probe its recipient.
+
+    Runs under the lease, after the stray recovery and before the inbox is listed: once a
+    delivery follows the response, no sweep can tell that its reply never left.
+    ``True`` when a reply was deposited."""
+    try:
+        entries = read_entries(ws.worktree(agent_id))
+        if not entries or not is_terminal_response(entries[0]):
+            return False
+        tip = ws.branch_tip(agent_id)
+        lost = unsent_reply(ws, agent_id, tip, frozenset(ws.agent_ids()))
+    except LernieError as exc:
+        raise GitOpError("lost-reply check", exc) from None
+    if lost is None:
+        return False
+    try:
+        yield from deposit_result_actor(
+            ws.root, lost.recipient, agent_id, Epitaph.FINAL_RESPONSE, tip, lost.response,
+            deps.clock, ws.git,
+        )
+    except DepositError as exc:
+        raise ResultDepositError(exc) from None
+    notice(
+        f"{agent_id}: its final response never reached {lost.recipient}; "
+        "deposited it before the drain (R-DRAIN-8)"
+    )
+    try:
+        yield from probe_actor(ws.root, lost.recipient, deps.launcher)
+    except LernieError as exc:
+        notice(f"revival launch for {lost.recipient}: {exc} (accepted crash class, ARCH §2.11)")
+    return True
 
 
 def _conclude(

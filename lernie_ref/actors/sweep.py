@@ -366,7 +366,9 @@ def _sweep_one(
                 parent = None  # R-SCAN-1: a parent with no ref makes the agent a root
             if parent is None:
                 report.silent_deaths.append(agent)
-            elif obituary_owed(condition, parent, refs.mark(MarkKind.RETURNED), tip):
+            elif obituary_owed(
+                condition, parent, refs.mark(MarkKind.RETURNED), tip
+            ) and not _result_on_disk(ws, parent, agent, tip):  # its mark may have been lost
                 report.silent_deaths.append(agent)
                 yield from deposit_result_actor(
                     ws.root, parent, agent, Epitaph.DIED, tip, None, clock, ws.git

@@ -4,15 +4,19 @@ For each write sequence the test first runs it once, recording its operations: e
 protocol point the actors pass and every git call. Then, for every prefix, it restores
 the same starting workspace, forks a real process that runs the sequence and kills
 itself with SIGKILL at the cut (the kernel drops its flock; no ``finally`` runs), and
-runs the documented next touch in this process: ``scan`` (R-SCAN-10) and the drivers it
-and the touched writers launch, then a fresh message to every agent. Each ``git commit``
+runs a next touch in this process, each of two kinds from the same crash state: the
+documented recovery, ``scan`` (R-SCAN-10) and the drivers it and the touched writers
+launch, then a fresh message to every agent; and mail first, a fresh message to every
+agent before any scan (as writers keep writing after a crash), then the scan. Each ``git commit``
 is also cut *inside*: the index written to ``index.lock`` and nothing else; objects
 written and the ref locks taken but the ref not moved; the ref moved but
 ``index.lock`` left. Checks, from the files on disk only: every message the dying
 process published is delivered exactly once with its bytes (one not yet published at
-most once), entry numbers are 1..n with one commit each and a clean worktree, no dot
-temp is ever an entry, no git lock file is left, no agent is left with work due, and
-every agent answers a new message.
+most once), entry numbers are 1..n and a clean worktree, every commit that adds an entry
+adds exactly one and none changes or removes one (R-TR-3), no dot temp is ever an entry,
+no git lock file is left, no agent is left with work due, every agent answers a new
+message, and ``lernie-check audit`` (which imports nothing of ``lernie_ref``) finds no
+violation, among them a reply owed to an agent that never left (I-12).
 
 The full enumeration is ``slow``. By default a deterministic sample runs: the first
 crash state of every kind (``kind``), over the sequences in order, so each sequence is
@@ -31,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from lernie_stateful.audit import audit
 
 from lernie_ref.actors.hop import HopResult, Outcome, hop_actor
 from lernie_ref.actors.sweep import scan_actor
@@ -74,12 +79,12 @@ class CutGit:
         here = len(self.cut.ops)
         self.cut.tick(f"git {args[0]}")
         if self.cut.inside is not None and here == self.cut.at:
-            _die_inside_commit(self.git, dest, self.cut.inside)
+            _die_inside_commit(self.git, dest, self.cut.inside, args)
         return self.git.run(dest, args, check=check, input=input)
 
 
-def _die_inside_commit(git: SubprocessGit, worktree: Path, how: str) -> None:
-    """Leave what a git commit killed at that moment leaves, then die."""
+def _die_inside_commit(git: SubprocessGit, worktree: Path, how: str, args: Sequence[str]) -> None:
+    """Leave what the git commit ``args`` killed at that moment leaves, then die."""
     admin = Path(git.run(worktree, ["rev-parse", "--absolute-git-dir"]).stdout)
     ref = git.run(worktree, ["symbolic-ref", "HEAD"]).stdout
     common = Path(git.run(worktree, ["rev-parse", "--git-common-dir"]).stdout)
@@ -93,7 +98,7 @@ def _die_inside_commit(git: SubprocessGit, worktree: Path, how: str) -> None:
         (admin / "HEAD.lock").write_text(sha + "\n")
         (common / f"{ref}.lock").write_text(sha + "\n")
     else:  # the commit happened, but git died before renaming its index lock into place
-        git.run(worktree, ["commit", "-q", "--no-verify", "-m", "cut inside"], check=False)
+        git.run(worktree, args, check=False)  # the real commit, its own subject
         shutil.copyfile(admin / "index", admin / "index.lock")
     os.kill(os.getpid(), signal.SIGKILL)
 
@@ -209,6 +214,52 @@ def committed(ws: Workspace, agent: str) -> list[str]:
     return [line.split("/", 1)[1] for line in out.stdout.splitlines()]
 
 
+def mail_first(ws: Workspace, label: str) -> Inline:
+    """The other next touch: a message to every agent before anyone runs a scan (writers
+    do not wait for the operator), then the scan; every driver launched runs."""
+    inline = Inline(ws)
+    for agent in ws.agent_ids():
+        cli_message(ws, agent, f"first {label}", "user", inline.launcher)
+    assert inline.settle(max_hops=100)
+    report = run(scan_actor(ws, inline.launcher, SystemClock()))
+    assert report.given_up == []
+    assert inline.settle(max_hops=100)
+    return inline
+
+
+def entry_changes(ws: Workspace, agent: str) -> list[tuple[str, list[str]]]:
+    """For each commit of the agent's branch that touches ``messages/``, its subject and the
+    status letter and path of each change there (git log, first parent)."""
+    out = ws.git.run(
+        ws.repo_git,
+        ["log", "--first-parent", "--format=format:@%s", "--name-status", "--no-renames",
+         f"agents/{agent}", "--", "messages/"],
+    ).stdout
+    commits = []
+    for chunk in out.split("\n@"):
+        subject, _, rest = chunk.lstrip("@").partition("\n")
+        commits.append((subject, [line for line in rest.splitlines() if line.strip()]))
+    return commits
+
+
+def one_commit_per_entry(ws: Workspace, agent: str, label: str) -> None:
+    """R-TR-3: every commit of the agent's own (subject ending `` [<id>]``, after its creation
+    commit, which for a child clears the parent's entries) that touches ``messages/`` adds
+    exactly one entry and changes or removes none (a stray recovery or a crash settlement
+    never carries a second entry)."""
+    own = []
+    for subject, changes in entry_changes(ws, agent):
+        if not subject.endswith(f" [{agent}]"):
+            break
+        own.append((subject, changes))
+    if own and own[-1][0].startswith(("dispatch: ", "step 001: dispatch ")):
+        own.pop()  # the creation commit
+    assert own, (label, agent)
+    for subject, changes in own:
+        added = [c for c in changes if c.startswith("A\t")]
+        assert len(added) == 1 and len(changes) == 1, (label, subject, changes)
+
+
 def check(world: World, published: set[str], label: str) -> None:
     ws = world.ws
     bodies: list[str] = []
@@ -218,6 +269,7 @@ def check(world: World, published: set[str], label: str) -> None:
         seqs = sorted(int(n.split("-", 1)[0]) for n in names)
         assert seqs == list(range(1, len(names) + 1)), (label, names)
         assert committed(ws, agent) == names, label
+        one_commit_per_entry(ws, agent, label)
         status = ws.git.run(ws.worktree(agent), ["status", "--porcelain"]).stdout
         assert status == "", (label, status)
         assert pending(ws.inbox_dir(agent)) == [], label
@@ -231,6 +283,13 @@ def check(world: World, published: set[str], label: str) -> None:
     for token in world.tokens:
         count = bodies.count(token)
         assert count == 1 if token in published else count <= 1, (label, token, count)
+    # The independent reader of the workspace: numbering and one commit per entry, the
+    # deliveries, and every result and owed reply (I-4, I-5, I-11, I-12). Its marks check
+    # is left out: a kill between a result's publish and its returned mark (R-DEP-8) leaves
+    # the mark behind, which no touch repairs yet and the audit counts as a violation.
+    report = audit(ws.root)
+    found = [f for f in report.violations() if f.check != "marks"]
+    assert found == [], (label, report.text())
 
 
 def at_rest(world: World, label: str) -> None:
@@ -368,19 +427,22 @@ def sweep(
     ws, world, ops = rec.ws, rec.world, rec.ops
     binned: list[subprocess.Popen[bytes]] = []
     pinged = 0
-    for i, (k, how) in enumerate(states):
+    def crash(k: int, how: str | None, touch: str) -> None:
         # The used workspace is moved aside and removed by a process of its own meanwhile.
-        trash = rec.template.with_name(f"used-{k}-{how}")
+        trash = rec.template.with_name(f"used-{k}-{how}-{touch}")
         ws.root.rename(trash)
         binned.append(subprocess.Popen(["rm", "-rf", "--", str(trash)]))
         shutil.copytree(rec.template, ws.root, symlinks=True, copy_function=_link_immutable)
         status = _run_in_child(ws.root, world, sequence, Cut(at=k, inside=how))
         assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, (k, how)
+
+    for i, (k, how) in enumerate(states):
         published = {
             t for t in rec.extra
             if any(op.startswith("deposit.published") for op in ops[:k])
         }
         label = f"{rec.name} cut {k} ({ops[k]}{', ' + how if how else ''})"
+        crash(k, how, "scan")
         next_touch(ws)
         check(world, published, label)
         if how is not None or i % ping_every == 0:
@@ -388,6 +450,10 @@ def sweep(
             pinged += 1
         else:
             at_rest(world, label)
+        crash(k, how, "mail")
+        mail_first(ws, label)
+        check(world, published, f"{label}, mail first")
+        at_rest(world, f"{label}, mail first")
     for proc in binned:
         assert proc.wait() == 0
     return pinged
@@ -403,7 +469,8 @@ def _report(
     with capsys.disabled():
         print(f"\n  crash states checked for {rec.name}: {len(states)} of {len(rec.states())} "
               f"({len(states) - inside} prefixes of {len(rec.ops)}, {inside} inside git commit;"
-              f" {pinged} answered a new message)")
+              f" each touched by a scan first and by mail first; {pinged} answered a new "
+              "message after the scan)")
 
 
 @pytest.mark.parametrize("name", list(SEQUENCES))

@@ -8,14 +8,18 @@ the lease goes, nothing more is written, as at SIGKILL); the recovery is the rea
 from __future__ import annotations
 
 import json
+import os
+import re
 
+import pytest
 from conftest import run_cli, wait_quiescent
+from lernie_stateful.audit import audit
 
 from lernie_ref.actors.sweep import REVIVE_LIMIT, scan, scan_actor
-from lernie_ref.core.actor import run
+from lernie_ref.core.actor import Stepper, run
 from lernie_ref.core.clock import SystemClock
 from lernie_ref.core.frontmatter import split_frontmatter
-from lernie_ref.inbox import RecordingLauncher, cli_dispatch, cli_prompt
+from lernie_ref.inbox import RecordingLauncher, cli_dispatch, cli_message, cli_prompt
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import Inline, Point, drive
 from tests.driver.util import entries, worktree_clean
@@ -129,3 +133,92 @@ def test_r_drain_2_a_model_entry_left_uncommitted_before_an_open_window_gets_its
     assert inline.settle()
     assert [len(g) for g in entries_per_commit(ws, root)] == [1] * len(entries(ws, root))
     assert answered(ws, root)
+
+
+def _commit_adding(ws: Workspace, agent: str, name: str) -> str:
+    """The commit of the agent's branch that added ``messages/<name>`` (git log)."""
+    return ws.git.run(
+        ws.repo_git,
+        ["log", "--format=%H", "--diff-filter=A", f"agents/{agent}", "--", f"messages/{name}"],
+    ).stdout
+
+
+def _replies_reaching(ws: Workspace, to: str, sender: str) -> list[str]:
+    """``terminal_ref`` of every final response from ``sender`` in ``to``'s transcript (read
+    from the entries' front matter with a regular expression of its own)."""
+    refs = []
+    for path in sorted((ws.worktree(to) / "messages").glob(f"*-{sender}.md")):
+        head = path.read_text().split("\n---\n", 1)[0]
+        if re.search(r"^epitaph: *final-response *$", head, re.M):
+            found = re.search(r"^terminal_ref: *([0-9a-f]{40}) *$", head, re.M)
+            refs.append(found.group(1) if found else "")
+    return refs
+
+
+@pytest.mark.parametrize("touch", ["message", "advance"])
+@pytest.mark.parametrize(
+    "death", [Point.HOP_ASSISTANT_COMMITTED, Point.TRANSCRIPT_RENAMED],
+    ids=["after-commit", "before-commit"],
+)
+def test_r_drain_8_a_lost_reply_leaves_before_new_mail_buries_it(
+    ws: Workspace, death: str, touch: str
+) -> None:
+    """Found by the chaos run (process-group kills): an agent owes a reply to another agent,
+    and its driver dies after the final response reached ``messages/`` but before the
+    deposit. The next touch was a message: its hop delivered the message after the final
+    response, so the sweep's re-send (R-SCAN-9, which only looks at the newest entry) no
+    longer applied and the reply was lost for good. The hop now sends it first."""
+    rec = RecordingLauncher()
+    root = cli_prompt(ws, "lead", "", rec)
+    drive(ws, root)
+    child = cli_dispatch(ws, root, "help", "", rec)
+    inline = Inline(ws)
+    inline.hop(child)
+    assert inline.settle()
+    cli_message(ws, root, "a question from the child", child, RecordingLauncher())
+    Inline(ws).crash_at(root, death)
+    final = sorted(os.listdir(ws.worktree(root) / "messages"))[-1]
+    assert final.endswith("-scripted.json")
+    assert _replies_reaching(ws, child, root) == []
+
+    inline = Inline(ws)
+    if touch == "message":  # the operator writes before anyone runs a scan
+        cli_message(ws, root, "and now this", "user", inline.launcher)
+    else:
+        inline.launcher.launch(ws.root, root)
+    assert inline.settle()
+    assert run(scan_actor(ws, inline.launcher, SystemClock())).resent == []
+    assert inline.settle()
+
+    assert _replies_reaching(ws, child, root) == [_commit_adding(ws, root, final)]
+    assert [len(g) for g in entries_per_commit(ws, root)] == [1] * len(entries(ws, root))
+    report = audit(ws.root)
+    assert report.violations(True) == [], report.text(True)
+
+
+def test_r_scan_5_a_scan_killed_between_an_obituary_and_its_mark_does_not_repeat_it(
+    ws: Workspace,
+) -> None:
+    """Found by the crash enumeration (its audit check): a scan killed after publishing a
+    dead child's `died` obituary and before moving the returned mark left the mark behind,
+    and the next scan reported the same death again, so the parent got it twice (I-5, I-15)."""
+    rec = RecordingLauncher()
+    root = cli_prompt(ws, "lead", "", rec)
+    drive(ws, root)
+    child = cli_dispatch(ws, root, "build it", "", rec)
+    Inline(ws).crash_at(child, Point.HOP_WARRANT)
+    actor = scan_actor(ws, RecordingLauncher(), SystemClock())
+    Stepper(actor).run_to(Point.DEPOSIT_PUBLISHED)
+    actor.close()  # killed: the obituary is published, the mark not moved
+    died = [p for p in os.listdir(ws.inbox_dir(root)) if not p.startswith(".")]
+    assert len(died) == 1
+    inline = Inline(ws)
+    report = run(scan_actor(ws, inline.launcher, SystemClock()))
+    assert report.swept == []
+    assert inline.settle()
+    obituaries = [
+        p for p in (ws.worktree(root) / "messages").glob(f"*-{child}.md")
+        if re.search(r"^epitaph: *died *$", p.read_text(), re.M)
+    ]
+    assert len(obituaries) == 1
+    assert answered(ws, child)

@@ -56,10 +56,15 @@ def flock_importers(package: Path) -> list[str]:
 
 
 def test_r_lock_3_only_the_lock_module_calls_flock() -> None:
-    """The baton and every probe go through ``substrate/lock.py``'s API, never raw ``flock``."""
+    """The baton and every probe go through ``substrate/lock.py``'s API, never raw ``flock``.
+
+    The verifier is exempt on purpose: the refinement machine asks the kernel who holds a
+    lock with its own try-lock, an oracle independent of the lock module it judges."""
     assert flock_importers(ROOT / "lernie_ref") == ["lernie_ref/substrate/lock.py"]
-    for package in (ROOT / "spec" / "lernie_spec", ROOT / "stateful" / "lernie_stateful"):
-        assert flock_importers(package) == []
+    assert flock_importers(ROOT / "spec" / "lernie_spec") == []
+    assert flock_importers(ROOT / "stateful" / "lernie_stateful") == [
+        "lernie_stateful/refinement.py"
+    ]
 
 
 def test_the_flock_check_sees_a_planted_raw_flock(tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ from lernie_ref.core.vocab import CONV_BRANCH_ENV, INBOX_DIR, USER_SENDER, Epita
 from lernie_ref.substrate import deposit as _deposit
 from lernie_ref.substrate.deposit import (
     Pending,
+    Stream,
     deposit_actor,
     deposit_result_actor,
     inbox_dir,
@@ -101,7 +102,7 @@ def deposit_child_result(
 def cli_message(
     ws: Workspace,
     agent: str,
-    content: str,
+    content: str | Stream,
     sender: str,
     launcher: Launcher,
     clock: Clock | None = None,
@@ -111,14 +112,19 @@ def cli_message(
 
 
 def cli_dispatch(
-    ws: Workspace, parent: str, goal: str, name: str, launcher: Launcher, clock: Clock | None = None
+    ws: Workspace,
+    parent: str,
+    goal: str | Stream,
+    name: str,
+    launcher: Launcher,
+    clock: Clock | None = None,
 ) -> str:
     """R-PROBE-6: :func:`~lernie_ref.actors.writer.dispatch_actor` run straight through."""
     return writer.dispatch(ws, parent, goal, name, launcher, clock or SystemClock())
 
 
 def cli_prompt(
-    ws: Workspace, text: str, name: str, launcher: Launcher, clock: Clock | None = None
+    ws: Workspace, text: str | Stream, name: str, launcher: Launcher, clock: Clock | None = None
 ) -> str:
     """R-PROBE-5: :func:`~lernie_ref.actors.writer.prompt_actor` run straight through."""
     return writer.prompt(ws, text, name, launcher, clock or SystemClock())

@@ -127,7 +127,7 @@ def _settle_actor(ws: Workspace, agent_id: str, ids: Sequence[str], text: str) -
 
 def _drive(ws: Workspace, agent_id: str, lock: ExecutorLock, deps: HopDeps) -> Actor[HopResult]:
     worktree = ws.worktree(agent_id)
-    if worktree.is_dir():
+    if ws.worktree_present(agent_id):
         open_ids = unanswered_tail(transcript.history_of(transcript.load(worktree)))
         if open_ids:
             notice(

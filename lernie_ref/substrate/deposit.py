@@ -13,14 +13,22 @@ another process could observe; production runs them straight through.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import os
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from lernie_ref.core.actor import Actor, Passed, run
 from lernie_ref.core.clock import Clock, iso_stamp
-from lernie_ref.core.errors import DepositError, LernieError, NotASender, io_text
+from lernie_ref.core.errors import (
+    ContentError,
+    DepositError,
+    LernieError,
+    NotASender,
+    UsageError,
+    io_text,
+)
 from lernie_ref.core.frontmatter import (
     deposit_name,
     next_sequence,
@@ -31,7 +39,9 @@ from lernie_ref.core.frontmatter import (
 )
 from lernie_ref.core.ids import parent_of, require_agent_id
 from lernie_ref.core.vocab import INBOX_DIR, REPO_DIR, RETURNED_REF_PREFIX, Epitaph, Point
+from lernie_ref.substrate import guarded
 from lernie_ref.substrate.gitrun import GitRunner
+from lernie_ref.substrate.guarded import write_all
 
 
 def inbox_dir(ws: Path, agent_id: str) -> Path:
@@ -65,7 +75,7 @@ def pending(inbox: Path) -> list[Pending]:
             continue
         path = Path(inbox) / name
         try:
-            mtime_ns = os.stat(path).st_mtime_ns
+            mtime_ns = os.stat(path, follow_symlinks=False).st_mtime_ns
         except FileNotFoundError:
             continue
         except OSError:
@@ -75,90 +85,150 @@ def pending(inbox: Path) -> list[Pending]:
     return out
 
 
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+class Stream(Protocol):
+    """Content read in pieces (standard input, a file): ``read(n)`` → at most ``n`` bytes."""
+
+    def read(self, size: int, /) -> bytes: ...
 
 
-def _publish_actor(ws: Path, recipient: str, sender: str, body: bytes) -> Actor[Path]:
-    """R-DEP-1/2/6/7: create-only, durable publication of ``body`` from ``sender``."""
+CHUNK = 1 << 20
+"""Streamed content is copied in pieces of this size: memory stays flat at any length."""
+
+
+class ContentStream:
+    """A :class:`Stream` over a binary file whose read errors name the source (R-CLI-7)."""
+
+    def __init__(self, handle: Stream, label: str) -> None:
+        self._handle = handle
+        self.label = label
+
+    def read(self, size: int, /) -> bytes:
+        try:
+            return self._handle.read(size)
+        except OSError as exc:
+            raise ContentError(f"read {self.label}: {io_text(exc)}") from None
+
+
+def copy_text(source: Stream, fd: int) -> int:
+    """Copy ``source`` to ``fd`` piece by piece, checking it is UTF-8 text; the byte count.
+
+    Text that is not UTF-8 raises :class:`UsageError` (R-CLI-6): the caller removes what
+    it wrote, so nothing a reader would accept is left.
+    """
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    total = 0
+    while True:
+        chunk = source.read(CHUNK)
+        try:
+            decoder.decode(chunk, final=not chunk)
+        except UnicodeDecodeError:
+            raise UsageError("the message content is not valid UTF-8") from None
+        if not chunk:
+            return total
+        write_all(fd, chunk)
+        total += len(chunk)
+
+
+def _publish_actor(
+    ws: Path, recipient: str, sender: str, body: bytes, stream: Stream | None = None
+) -> Actor[Path]:
+    """R-DEP-1/2/6/7: create-only, durable publication of ``body`` (then ``stream``) from
+    ``sender``. Every name is reached through :mod:`~lernie_ref.substrate.guarded` (R-WS-7)."""
     require_agent_id(recipient)
     require_agent_id(sender)  # the sender is a path component too (R-WS-7)
     if sender.startswith(".") or "\n" in sender or "\r" in sender:
         raise NotASender(sender)  # R-ID-7, D-18: its mail would be invisible or forged
     directory = inbox_dir(ws, recipient)
     try:
-        os.makedirs(directory, exist_ok=True)
-        names = os.listdir(directory)
+        inbox = guarded.walk(ws, (INBOX_DIR, recipient), create=True)
+    except OSError as exc:
+        raise DepositError.io(directory, exc) from None
+    with inbox:
+        return (yield from _publish_in(inbox, directory, recipient, sender, body, stream))
+
+
+def _publish_in(
+    inbox: guarded.Dir,
+    directory: Path,
+    recipient: str,
+    sender: str,
+    body: bytes,
+    stream: Stream | None,
+) -> Actor[Path]:
+    try:
+        names = inbox.listdir()
     except OSError as exc:
         raise DepositError.io(directory, exc) from None
     seq = next_sequence(names, sender)
     yield Passed(Point.DEPOSIT_LISTED, recipient, deposit_name(sender, seq))
 
-    temp = directory / f".{sender}-{seq_text(seq)}.md.{os.urandom(6).hex()}.tmp"
+    temp = f".{sender}-{seq_text(seq)}.md.{os.urandom(6).hex()}.tmp"
     try:
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+        fd = inbox.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     except OSError as exc:  # never unlink a name this writer did not create
-        raise DepositError.io(temp, exc) from None
+        raise DepositError.io(directory / temp, exc) from None
     try:
         try:
-            view = memoryview(body)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
+            write_all(fd, body)
+            if stream is not None:
+                copy_text(stream, fd)
             os.fsync(fd)
         finally:
             os.close(fd)
     except OSError as exc:
-        _unlink_quietly(temp)
-        raise DepositError.io(temp, exc) from None
+        _unlink_quietly(inbox, temp)
+        raise DepositError.io(directory / temp, exc) from None
+    except BaseException:
+        _unlink_quietly(inbox, temp)
+        raise
 
     try:
-        yield Passed(Point.DEPOSIT_TEMP_WRITTEN, recipient, temp.name)
+        yield Passed(Point.DEPOSIT_TEMP_WRITTEN, recipient, temp)
         while True:
-            final = directory / deposit_name(sender, seq)
+            final = deposit_name(sender, seq)
             try:
-                os.link(temp, final)
+                inbox.link(temp, final)
                 break
             except FileExistsError:
-                yield Passed(Point.DEPOSIT_COLLIDED, recipient, final.name)
+                yield Passed(Point.DEPOSIT_COLLIDED, recipient, final)
                 seq += 1
             except OSError as exc:
-                raise DepositError.io(final, exc) from None
-        yield Passed(Point.DEPOSIT_PUBLISHED, recipient, final.name)
+                raise DepositError.io(directory / final, exc) from None
+        yield Passed(Point.DEPOSIT_PUBLISHED, recipient, final)
     except BaseException:
-        _unlink_quietly(temp)
+        _unlink_quietly(inbox, temp)
         raise
     try:
-        os.unlink(temp)
-        _fsync_dir(directory)
+        inbox.unlink(temp)
+        inbox.fsync()
     except OSError as exc:
         raise DepositError.io(directory, exc) from None
-    return final
+    return directory / final
 
 
-def _unlink_quietly(path: Path) -> None:
+def _unlink_quietly(inbox: guarded.Dir, name: str) -> None:
     with contextlib.suppress(OSError):
-        os.unlink(path)
+        inbox.unlink(name)
 
 
 def deposit_actor(
-    ws: Path, agent_id: str, sender: str, content: str, clock: Clock
+    ws: Path, agent_id: str, sender: str, content: str | Stream, clock: Clock
 ) -> Actor[Path]:
     """R-DEP-4: deposit a plain message from ``sender`` into ``agent_id``'s inbox.
 
+    ``content`` is text, or a :class:`Stream` copied in pieces after the head (R-CLI-7).
     Points: ``deposit.listed``, ``deposit.temp-written``, (``deposit.collided``)*,
     ``deposit.published``. Returns the published path.
     """
     iso = iso_stamp(clock.now_ns())
-    body = render_plain(sender, iso, content)
-    return (yield from _publish_actor(Path(ws), agent_id, sender, body))
+    if isinstance(content, str):
+        body = render_plain(sender, iso, content)
+        return (yield from _publish_actor(Path(ws), agent_id, sender, body))
+    head = render_plain(sender, iso, "")
+    return (yield from _publish_actor(Path(ws), agent_id, sender, head, content))
 
 
-def deposit(ws: Path, agent_id: str, sender: str, content: str, clock: Clock) -> Path:
+def deposit(ws: Path, agent_id: str, sender: str, content: str | Stream, clock: Clock) -> Path:
     """R-DEP-4/6/7: :func:`deposit_actor` run straight through."""
     return run(deposit_actor(ws, agent_id, sender, content, clock))
 

@@ -11,9 +11,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
-from lernie_ref.core.errors import LaunchError, io_text
+from lernie_ref.core.errors import ContainmentError, LaunchError, io_text
 from lernie_ref.core.ids import require_agent_id
 from lernie_ref.core.vocab import DRIVER_LOG, LOCK_FD_ENV, STEPS_DIR
+from lernie_ref.substrate import guarded
 
 
 class Launcher(Protocol):
@@ -47,14 +48,13 @@ class AdvanceLauncher:
         for child in list(_LAUNCHED):
             if child.poll() is not None:
                 _LAUNCHED.remove(child)
-        steps = Path(ws) / STEPS_DIR / agent_id
-        try:
-            os.makedirs(steps, exist_ok=True)
-            log = os.open(
-                steps / DRIVER_LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666
-            )
+        try:  # steps/<id>/driver.log, never through a link (R-WS-7)
+            with guarded.walk(ws, (STEPS_DIR, agent_id), create=True) as steps:
+                log = steps.open(DRIVER_LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
         except OSError as exc:
             raise LaunchError(io_text(exc)) from None
+        except ContainmentError as exc:
+            raise LaunchError(str(exc)) from None
         env = {k: v for k, v in os.environ.items() if k != LOCK_FD_ENV}
         try:
             child = subprocess.Popen(

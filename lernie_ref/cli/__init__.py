@@ -45,12 +45,28 @@ def _parser(selected: str | None) -> argparse.ArgumentParser:
     return parser
 
 
+def _parse(selected: str | None, args: list[str]) -> argparse.Namespace:
+    """Parse ``args``; a verb whose module sets ``INTERMIXED`` (an optional positional
+    followed by options, R-CLI-7) is parsed on its own with positionals and options mixed."""
+    if selected is not None and args and args[0] == selected:
+        module = importlib.import_module(f"lernie_ref.cli.{selected}")
+        if getattr(module, "INTERMIXED", False):
+            verb_parser = argparse.ArgumentParser(
+                prog=f"lernie {selected}", description=VERBS[selected]
+            )
+            module.configure(verb_parser)
+            ns = verb_parser.parse_intermixed_args(args[1:])
+            ns.verb = selected
+            return ns
+    return _parser(selected).parse_args(args)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     selected = next((a for a in args if not a.startswith("-")), None)
     if selected not in VERBS:
         selected = None
-    ns = _parser(selected).parse_args(args)
+    ns = _parse(selected, args)
     verb: str = ns.verb
     module = importlib.import_module(f"lernie_ref.cli.{verb}")
     try:

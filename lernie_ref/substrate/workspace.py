@@ -52,6 +52,9 @@ from lernie_ref.substrate.gitrun import GitResult, GitRunner, SubprocessGit
 if TYPE_CHECKING:
     from lernie_ref.substrate.spool import Spool
 
+NAME_MAX_CHARS = 64
+"""R-ID-8: the longest agent name, in characters (this reference's own limit, D-21)."""
+
 # A repo-local identity so commits work on a machine with no global git identity.
 _IDENTITY = (
     ("user.name", "lernie"),
@@ -284,10 +287,21 @@ class Workspace:
         first ``-`` token is not timestamp-shaped (names never look like ids), not yet worn."""
         if not name:
             return
-        if not is_agent_id(name) or any(c.isspace() for c in name) or not _is_utf8(name):
+        if len(name) > NAME_MAX_CHARS:
+            raise WorkspaceError(
+                f"agent name of {len(name)} characters is too long — a name has at most "
+                f"{NAME_MAX_CHARS} characters"
+            )
+        if (
+            not is_agent_id(name)
+            or name[0] in "-."
+            or any(c.isspace() or not c.isprintable() for c in name)
+            or not _is_utf8(name)
+        ):
             raise WorkspaceError(
                 f"agent name {debug_quote(name)} is not usable — a name is one path component "
-                "of UTF-8 text with no whitespace, `/`, `\\` or NUL"
+                "of printable UTF-8 text with no whitespace, `/`, `\\` or NUL, not starting "
+                "with `-` or `.`"
             )
         if is_timestamp_token(name.split("-", 1)[0]):
             raise WorkspaceError(

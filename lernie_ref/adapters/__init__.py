@@ -18,6 +18,7 @@ Selection: ``lernie.toml``'s ``model`` unless the environment variable
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -26,7 +27,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import IO, Protocol
 
 from lernie_ref.core.entry import Block, text_block, tool_use_block, tool_use_ids
 from lernie_ref.core.errors import (
@@ -317,6 +318,18 @@ def _nesting(value: object) -> int:
     return deepest
 
 
+def _feed(pipe: IO[bytes] | None, payload: bytes) -> None:
+    """Write the request to the model's stdin and close it (a model that exits early: fine)."""
+    if pipe is None:
+        return
+    try:
+        with contextlib.suppress(OSError):
+            pipe.write(payload)
+    finally:
+        with contextlib.suppress(OSError):
+            pipe.close()
+
+
 def parse_reply(raw: bytes, used_ids: Sequence[str]) -> ModelReply:
     """Validate a command model's stdout: ``{"content":[…],"usage":{…}}`` or a bare array.
 
@@ -431,13 +444,19 @@ class CommandModel:
             raise ModelError(
                 f"model command {debug_list(self._argv)} could not start: {io_text(exc)}"
             ) from None
-        stdin: bytes | None = payload
+        # The request is fed by a thread: `communicate(input, timeout)` retried after a
+        # timeout never writes the rest of an input larger than the pipe (CPython), and
+        # the model would wait for it for ever.
+        import threading
+
+        feeder = threading.Thread(target=_feed, args=(proc.stdin, payload), daemon=True)
+        proc.stdin = None
+        feeder.start()
         while True:
             try:
-                out, err = proc.communicate(stdin, timeout=0.1)
+                out, err = proc.communicate(None, timeout=0.1)
                 break
             except subprocess.TimeoutExpired:
-                stdin = None
                 if should_stop():
                     proc.kill()
                     proc.communicate()

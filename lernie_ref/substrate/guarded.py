@@ -129,9 +129,7 @@ class Dir:
             raise  # e.g. ``Is a directory``: the caller reports it with the path
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise ContainmentError(
-                    f"{self.show(name)} is not a regular file; refused (R-WS-7)"
-                )
+                raise ContainmentError(f"{self.show(name)} is not a regular file; refused (R-WS-7)")
             if extra & os.O_NONBLOCK:
                 os.set_blocking(fd, True)
         except BaseException:

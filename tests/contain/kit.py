@@ -18,10 +18,9 @@ from tests.foundation.util import snapshot as _contents
 def snapshot(root: Path) -> dict[str, object]:
     """Kinds and bytes of everything under ``root``, plus every directory's mtime, so a file
     written there and moved away again still shows."""
-    stamps = {
-        str(Path(d).relative_to(root)): os.stat(d).st_mtime_ns for d, _, _ in os.walk(root)
-    }
+    stamps = {str(Path(d).relative_to(root)): os.stat(d).st_mtime_ns for d, _, _ in os.walk(root)}
     return {"contents": _contents(root), "dirs": stamps}
+
 
 __all__ = ["World", "cli", "make_world", "one_line", "snapshot", "wait_quiescent"]
 

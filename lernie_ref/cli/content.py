@@ -12,7 +12,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from lernie_ref.core.errors import ContentError, UsageError, io_text
+from lernie_ref.core.errors import ContentError, io_text
 from lernie_ref.substrate.deposit import ContentStream, Stream
 
 STDIN = "-"
@@ -31,6 +31,7 @@ def add(parser: argparse.ArgumentParser, dest: str, help_text: str) -> None:
         default=None,
         help=f"read the {dest} from the file PATH instead (byte for byte)",
     )
+    parser.set_defaults(content_parser=parser)  # usage errors print the verb's usage
 
 
 @contextmanager
@@ -38,10 +39,11 @@ def opened(ns: argparse.Namespace, dest: str) -> Iterator[str | Stream]:
     """The content as text (the argument) or as a stream (``-``, ``--file``)."""
     text: str | None = getattr(ns, dest)
     path: str | None = ns.file
+    parser: argparse.ArgumentParser = ns.content_parser
     if path is not None and text is not None:
-        raise UsageError(f"give the {dest} either as an argument or with --file, not both")
+        parser.error(f"give the {dest} either as an argument or with --file, not both")
     if path is None and text is None:
-        raise UsageError(f"the {dest} is missing: give it as an argument, `-`, or --file PATH")
+        parser.error(f"the {dest} is missing: give it as an argument, `-`, or --file PATH")
     if path is None:
         assert text is not None
         if text == STDIN:

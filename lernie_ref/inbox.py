@@ -24,6 +24,7 @@ from lernie_ref.core.names import CONV_BRANCH_ENV, INBOX_DIR, USER_SENDER
 from lernie_ref.substrate import deposit as _deposit
 from lernie_ref.substrate.deposit import (
     Pending,
+    Stream,
     deposit_actor,
     deposit_result_actor,
     inbox_dir,
@@ -124,7 +125,7 @@ def _subprocess_git() -> GitRunner:
 def cli_message(
     ws: Registry,
     agent: str,
-    content: str,
+    content: str | Stream,
     sender: str,
     launcher: Launcher,
     clock: Clock | None = None,
@@ -134,14 +135,19 @@ def cli_message(
 
 
 def cli_dispatch(
-    ws: Workspace, parent: str, goal: str, name: str, launcher: Launcher, clock: Clock | None = None
+    ws: Workspace,
+    parent: str,
+    goal: str | Stream,
+    name: str,
+    launcher: Launcher,
+    clock: Clock | None = None,
 ) -> str:
     """R-PROBE-6: :func:`~lernie_ref.actors.writer.dispatch_actor` run straight through."""
     return writer.dispatch(ws, parent, goal, name, launcher, clock or SystemClock())
 
 
 def cli_prompt(
-    ws: Workspace, text: str, name: str, launcher: Launcher, clock: Clock | None = None
+    ws: Workspace, text: str | Stream, name: str, launcher: Launcher, clock: Clock | None = None
 ) -> str:
     """R-PROBE-5: :func:`~lernie_ref.actors.writer.prompt_actor` run straight through."""
     return writer.prompt(ws, text, name, launcher, clock or SystemClock())

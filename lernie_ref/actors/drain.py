@@ -31,6 +31,7 @@ from pathlib import Path
 
 from lernie_ref.core.actor import Actor, Passed
 from lernie_ref.core.errors import (
+    ContainmentError,
     DrainError,
     GitOpError,
     LernieError,
@@ -38,6 +39,7 @@ from lernie_ref.core.errors import (
 )
 from lernie_ref.core.frontmatter import own_result_ref
 from lernie_ref.core.vocab import MESSAGES_DIR, Point
+from lernie_ref.substrate import guarded
 from lernie_ref.substrate.deposit import Pending, pending
 from lernie_ref.substrate.gitrun import GitRunner
 from lernie_ref.substrate.lock import ExecutorLock
@@ -64,10 +66,13 @@ class Delivery:
     stray_recovered: bool = False
 
 
-def _read_deposit(item: Pending) -> str:
-    """R-DRAIN-7: a deposit that is not UTF-8 text aborts the drain and stays pending."""
+def _read_deposit(inbox: guarded.Dir, item: Pending) -> str:
+    """R-DRAIN-7: a deposit that is not UTF-8 text aborts the drain and stays pending; it is
+    read as a regular file and never through a link (R-WS-7)."""
     try:
-        data = item.path.read_bytes()
+        data = inbox.read_bytes(item.name)
+    except ContainmentError as exc:
+        raise DrainError(f"{exc}; it stays in the inbox until it is removed") from None
     except OSError as exc:
         raise DrainError(f"read deposit {item.path}: {io_text(exc)}") from None
     try:
@@ -103,6 +108,7 @@ def recover_strays(worktree: Path, agent_id: str, git: GitRunner) -> bool:
 def rematerialize(ws: Workspace, agent_id: str) -> None:
     """R-DRAIN-6: re-create ``agents/<id>/`` from the branch (pruning a stale registration)."""
     worktree = Path(os.path.abspath(ws.worktree(agent_id)))
+    ws.require_free_worktree_path(agent_id)
     try:
         ws.git.run(ws.repo_git, ["worktree", "prune"])
         ws.git.run(ws.repo_git, ["worktree", "add", "-q", str(worktree), f"agents/{agent_id}"])
@@ -118,10 +124,12 @@ def deliver_actor(worktree: Path, agent_id: str, item: Pending, git: GitRunner) 
     """
     seq = next_seq(worktree)
     name = entry_name(seq, item.sender, delivered=True)
-    target_dir = worktree / MESSAGES_DIR
-    try:
-        target_dir.mkdir(parents=True, exist_ok=True)
-        os.rename(item.path, target_dir / name)
+    try:  # inbox/<id>/<name> → agents/<id>/messages/NNN-<sender>.md, no link followed (R-WS-7)
+        with (
+            guarded.walk_tail(item.path.parent, 2) as inbox,
+            guarded.walk_tail(worktree / MESSAGES_DIR, 3, create=True) as messages,
+        ):
+            inbox.rename(item.name, messages, name)
     except OSError as exc:
         raise DrainError(f"deliver {item.path}: {io_text(exc)}") from None
     yield Passed(Point.DRAIN_RENAMED, agent_id, name)
@@ -147,7 +155,7 @@ def drain_actor(
     worktree = ws.worktree(agent_id)
     listed = pending(ws.inbox_dir(agent_id))
     yield Passed(Point.DRAIN_LISTED, agent_id, str(len(listed)))
-    if not worktree.is_dir():
+    if not ws.worktree_present(agent_id):
         if not listed:
             return Delivery(0, frozenset(), worktree_present=False)
         rematerialize(ws, agent_id)
@@ -157,9 +165,12 @@ def drain_actor(
         yield Passed(Point.DRAIN_STRAY_COMMITTED, agent_id)
     plain: list[Pending] = []
     results: list[Pending] = []
-    for item in listed:
-        body = _read_deposit(item)
-        (results if own_result_ref(agent_id, item.sender, body) is not None else plain).append(item)
+    if listed:
+        with guarded.walk_tail(ws.inbox_dir(agent_id), 2) as inbox:
+            for item in listed:
+                body = _read_deposit(inbox, item)
+                own = own_result_ref(agent_id, item.sender, body) is not None
+                (results if own else plain).append(item)
     for item in plain + results:
         yield from deliver_actor(worktree, agent_id, item, runner)
     return Delivery(len(listed), frozenset(), stray_recovered=stray)

@@ -153,7 +153,7 @@ def _drive(ws: Workspace, agent_id: str, lock: ExecutorLock, deps: HopDeps) -> A
     if removed:  # R-WS-8: before the holder's first git call
         notice(gitlocks.describe(ws.root, removed, agent_id))
     stray = resent = False
-    if worktree.is_dir():
+    if ws.worktree_present(agent_id):
         # R-DRAIN-2 before R-STEP-2: a model entry renamed but never committed is committed
         # alone first, so the settlement's tool commit never carries it (R-TR-3).
         stray = recover_strays(worktree, agent_id, ws.git)

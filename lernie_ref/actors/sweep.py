@@ -47,6 +47,7 @@ from lernie_ref.core.actor import Actor, Passed, run
 from lernie_ref.core.clock import Clock
 from lernie_ref.core.entry import entry_blocks, text_of
 from lernie_ref.core.errors import (
+    ContainmentError,
     GitOpError,
     LaunchError,
     LernieError,
@@ -55,7 +56,7 @@ from lernie_ref.core.errors import (
     io_text,
 )
 from lernie_ref.core.frontmatter import terminal_ref_of
-from lernie_ref.core.ids import is_agent_id, parent_of
+from lernie_ref.core.ids import is_agent_id, parent_of, require_agent_id
 from lernie_ref.core.sweep import (
     REVIVALS_FILE,
     REVIVE_LIMIT,
@@ -72,7 +73,14 @@ from lernie_ref.core.sweep import (
     revivals_in,
     revivals_record,
 )
-from lernie_ref.core.vocab import MARK_REF_PREFIX, MESSAGES_DIR, Epitaph, MarkKind, Point
+from lernie_ref.core.vocab import (
+    MARK_REF_PREFIX,
+    MESSAGES_DIR,
+    STEPS_DIR,
+    Epitaph,
+    MarkKind,
+    Point,
+)
 from lernie_ref.core.warrant import Warrant, unanswered_tail, warrant_of
 from lernie_ref.reply import recipient
 from lernie_ref.reply_debt import (
@@ -82,7 +90,7 @@ from lernie_ref.reply_debt import (
     read_entries,
     read_text,
 )
-from lernie_ref.substrate import gitlocks
+from lernie_ref.substrate import gitlocks, guarded
 from lernie_ref.substrate.deposit import deposit_result_actor, pending
 from lernie_ref.substrate.launcher import Launcher
 from lernie_ref.substrate.lock import try_acquire
@@ -291,22 +299,25 @@ def stray_terminal(ws: Workspace, agent: str, tip: str, refs: Refs | None = None
 
 
 def revivals_at(ws: Workspace, agent: str, tip: str) -> int:
-    """How many times the scan relaunched ``agent`` at ``tip`` (0 after any progress)."""
+    """How many times the scan relaunched ``agent`` at ``tip`` (0 after any progress).
+
+    Read as a regular file, never through a link (R-WS-7); anything unreadable reads 0."""
     try:
-        text = (ws.steps_dir(agent) / REVIVALS_FILE).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        with guarded.walk(ws.root, (STEPS_DIR, require_agent_id(agent))) as steps:
+            text = steps.read_bytes(REVIVALS_FILE).decode("utf-8")
+    except (OSError, UnicodeDecodeError, ContainmentError):
         return 0
     return revivals_in(text, tip)
 
 
 def _record_revival(ws: Workspace, agent: str, tip: str, count: int) -> None:
-    """Write ``<tip> <count>`` by rename (the caller holds the agent's lock)."""
-    directory = ws.steps_dir(agent)
+    """Write ``<tip> <count>`` by rename (the caller holds the agent's lock), through the
+    guarded walk: ``steps/<id>/`` and the file are never reached through a link (R-WS-7)."""
+    temp = f".{REVIVALS_FILE}.tmp"
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        temp = directory / f".{REVIVALS_FILE}.tmp"
-        temp.write_text(revivals_record(tip, count), encoding="utf-8")
-        os.replace(temp, directory / REVIVALS_FILE)
+        with guarded.walk(ws.root, (STEPS_DIR, require_agent_id(agent)), create=True) as steps:
+            steps.replace(temp, revivals_record(tip, count).encode())
+            steps.rename(temp, steps, REVIVALS_FILE)
     except OSError as exc:
         raise ScanError(f"record revival of {agent}: {io_text(exc)}") from None
 

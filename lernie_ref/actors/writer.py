@@ -23,8 +23,10 @@ TYPE_CHECKING = False  # typing stays off the message path (R-CLI-5)
 if TYPE_CHECKING:
     from lernie_ref.core.actor import Actor
     from lernie_ref.core.clock import Clock
+    from lernie_ref.substrate.deposit import Stream
     from lernie_ref.substrate.launcher import Launcher
     from lernie_ref.substrate.registry import Registry
+    from lernie_ref.substrate.spool import Spool
     from lernie_ref.substrate.workspace import Workspace
 
 MESSAGE_REASON = "a message is addressed to an existing agent, by id or unique name (ARCH §2.11)"
@@ -49,12 +51,18 @@ def resolve_cli_sender(value: str | None) -> str:
 
 
 def message_actor(
-    ws: Registry, agent: str, content: str, sender: str, launcher: Launcher, clock: Clock
+    ws: Registry,
+    agent: str,
+    content: str | Stream,
+    sender: str,
+    launcher: Launcher,
+    clock: Clock,
 ) -> Actor[ProbeOutcome]:
     """R-PROBE-4: id guard, name resolution, workspace and existence guards, deposit, probe.
 
     Nothing is written before every guard has passed (I-17). ``sender`` is resolved by
     the caller (:func:`resolve_cli_sender`, or the calling agent's id for a tool).
+    ``content`` is text, or a stream copied straight into the deposit (R-CLI-7).
 
     Points: the deposit's ``Point.DEPOSIT_LISTED``, ``Point.DEPOSIT_TEMP_WRITTEN``,
     ``Point.DEPOSIT_COLLIDED``, ``Point.DEPOSIT_PUBLISHED``, then the probe's
@@ -63,7 +71,8 @@ def message_actor(
     Always: ``Point.DEPOSIT_LISTED``, ``Point.DEPOSIT_TEMP_WRITTEN``,
     ``Point.DEPOSIT_PUBLISHED``.
     """
-    _require_text("message content", content)
+    if isinstance(content, str):
+        _require_text("message content", content)
     require_agent_id(agent)
     target = ws.resolve_name(agent)
     ws.check_layout()
@@ -72,8 +81,22 @@ def message_actor(
     return (yield from writer_probe_actor(ws.root, target, launcher))
 
 
+def _spooled(ws: Workspace, text: str | Stream, what: str) -> str | Spool:
+    """Text is checked in place; a stream is stored once in a spool (R-CLI-7)."""
+    if isinstance(text, str):
+        _require_text(what, text)
+        return text
+    from lernie_ref.substrate.spool import Spool
+
+    return Spool.fill(ws.root, text)
+
+
+def _again(text: str | Spool) -> str | Stream:
+    return text if isinstance(text, str) else text.reader()
+
+
 def dispatch_actor(
-    ws: Workspace, parent: str, goal: str, name: str, launcher: Launcher, clock: Clock
+    ws: Workspace, parent: str, goal: str | Stream, name: str, launcher: Launcher, clock: Clock
 ) -> Actor[str]:
     """R-PROBE-6: fork a child of ``parent``, deposit ``goal`` as the parent's message, probe.
 
@@ -87,23 +110,30 @@ def dispatch_actor(
     Always: ``Point.DEPOSIT_LISTED``, ``Point.DEPOSIT_TEMP_WRITTEN``,
     ``Point.DEPOSIT_PUBLISHED``.
     """
-    _require_text("goal", goal)
+    if isinstance(goal, str):
+        _require_text("goal", goal)
     require_agent_id(parent)
     ws.check_layout()
     ws.require_agent(parent, DISPATCH_REASON)
     ws.check_new_name(name)
-    child = ws.mint_child(parent, clock)
-    ws.create_child_agent(parent, child, name, goal)
-    yield from deposit_actor(ws.root, child, parent, goal, clock)
+    held = _spooled(ws, goal, "goal")
+    try:
+        child = ws.mint_child(parent, clock)
+        ws.create_child_agent(parent, child, name, held)
+        yield from deposit_actor(ws.root, child, parent, _again(held), clock)
+    finally:
+        if not isinstance(held, str):
+            held.close()
     yield from writer_probe_actor(ws.root, child, launcher)
     return child
 
 
 def prompt_actor(
-    ws: Workspace, text: str, name: str, launcher: Launcher, clock: Clock
+    ws: Workspace, text: str | Stream, name: str, launcher: Launcher, clock: Clock
 ) -> Actor[str]:
     """R-PROBE-5: mint a root, create its branch and worktree, deposit ``text`` as ``user``,
     probe. Returns the root id. ``name`` is its optional display name (R-ID-8).
+    ``text`` is text, or a stream stored once in a spool and copied from there (R-CLI-7).
 
     Points: the deposit's ``Point.DEPOSIT_LISTED``, ``Point.DEPOSIT_TEMP_WRITTEN``,
     ``Point.DEPOSIT_COLLIDED``, ``Point.DEPOSIT_PUBLISHED``, then the probe's
@@ -112,30 +142,43 @@ def prompt_actor(
     Always: ``Point.DEPOSIT_LISTED``, ``Point.DEPOSIT_TEMP_WRITTEN``,
     ``Point.DEPOSIT_PUBLISHED``.
     """
-    _require_text("prompt text", text)
+    if isinstance(text, str):
+        _require_text("prompt text", text)
     ws.check_layout()
     ws.check_new_name(name)
-    root = ws.mint_root(clock)
-    ws.create_root_agent(root, name, text)
-    yield from deposit_actor(ws.root, root, USER_SENDER, text, clock)
+    held = _spooled(ws, text, "prompt text")
+    try:
+        root = ws.mint_root(clock)
+        ws.create_root_agent(root, name, held)
+        yield from deposit_actor(ws.root, root, USER_SENDER, _again(held), clock)
+    finally:
+        if not isinstance(held, str):
+            held.close()
     yield from writer_probe_actor(ws.root, root, launcher)
     return root
 
 
 def message(
-    ws: Registry, agent: str, content: str, sender: str, launcher: Launcher, clock: Clock
+    ws: Registry,
+    agent: str,
+    content: str | Stream,
+    sender: str,
+    launcher: Launcher,
+    clock: Clock,
 ) -> ProbeOutcome:
     """:func:`message_actor` run straight through."""
     return run(message_actor(ws, agent, content, sender, launcher, clock))
 
 
 def dispatch(
-    ws: Workspace, parent: str, goal: str, name: str, launcher: Launcher, clock: Clock
+    ws: Workspace, parent: str, goal: str | Stream, name: str, launcher: Launcher, clock: Clock
 ) -> str:
     """:func:`dispatch_actor` run straight through."""
     return run(dispatch_actor(ws, parent, goal, name, launcher, clock))
 
 
-def prompt(ws: Workspace, text: str, name: str, launcher: Launcher, clock: Clock) -> str:
+def prompt(
+    ws: Workspace, text: str | Stream, name: str, launcher: Launcher, clock: Clock
+) -> str:
     """:func:`prompt_actor` run straight through."""
     return run(prompt_actor(ws, text, name, launcher, clock))

@@ -297,6 +297,30 @@ def _one_line(text: str) -> str:
     return lines[-1] if lines else ""
 
 
+_TOO_DEEP = object()
+MAX_NESTING = 128
+"""Arrays and objects nested deeper than this are refused, as serde_json refuses them (D-25)."""
+
+
+def _nesting(value: object) -> int:
+    """The depth of nested arrays and objects in ``value``, counted without recursion."""
+    deepest = 0
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: list[object] = list(item.values())
+        elif isinstance(item, list):
+            children = list(item)
+        else:
+            continue
+        deepest = max(deepest, depth + 1)
+        if deepest > MAX_NESTING:
+            return deepest
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
 def parse_reply(raw: bytes, used_ids: Sequence[str]) -> ModelReply:
     """Validate a command model's stdout: ``{"content":[…],"usage":{…}}`` or a bare array.
 
@@ -308,6 +332,13 @@ def parse_reply(raw: bytes, used_ids: Sequence[str]) -> ModelReply:
         parsed: object = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ModelError(f"model command wrote invalid JSON on stdout: {exc}") from None
+    except RecursionError:
+        parsed = _TOO_DEEP
+    if parsed is _TOO_DEEP or _nesting(parsed) > MAX_NESTING:
+        raise ModelError(
+            f"model command wrote invalid JSON on stdout: nested deeper than {MAX_NESTING} "
+            "levels (hostile input, D-25)"
+        )
     try:  # JSON may escape a lone surrogate, which no transcript or deposit can hold
         json.dumps(parsed, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:

@@ -10,8 +10,8 @@ returned string is the verb's one product and goes to stdout (R-CLI-1, R-CLI-2).
 ``lernie message <ws> <agent> <content>`` in its plain form (three positional
 arguments, none starting with ``-``) skips ``argparse``: :func:`_plain_message` hands
 the verb the same three values argparse would, so outputs, errors and exit codes
-are the same; anything else (an option, ``--``, a missing or extra argument) goes
-through the parser (R-CLI-5).
+are the same; anything else (an option, ``--``, ``-`` for standard input, ``--file``,
+a missing or extra argument) goes through the parser (R-CLI-5, R-CLI-7).
 """
 
 from __future__ import annotations
@@ -77,6 +77,25 @@ def _parser(selected: str | None) -> argparse.ArgumentParser:
     return parser
 
 
+def _parse(selected: str | None, args: list[str]) -> argparse.Namespace:
+    """Parse ``args``; a verb whose module sets ``INTERMIXED`` (an optional positional
+    followed by options, R-CLI-7) is parsed on its own with positionals and options mixed."""
+    import argparse
+    import importlib
+
+    if selected is not None and args and args[0] == selected:
+        module = importlib.import_module(f"lernie_ref.cli.{selected}")
+        if getattr(module, "INTERMIXED", False):
+            verb_parser = argparse.ArgumentParser(
+                prog=f"lernie {selected}", description=VERBS[selected]
+            )
+            module.configure(verb_parser)
+            ns = verb_parser.parse_intermixed_args(args[1:])
+            ns.verb = selected
+            return ns
+    return _parser(selected).parse_args(args)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     plain = _plain_message(args)
@@ -91,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         selected = next((a for a in args if not a.startswith("-")), None)
         if selected not in VERBS:
             selected = None
-        ns = _parser(selected).parse_args(args)
+        ns = _parse(selected, args)
         verb = ns.verb
         module = importlib.import_module(f"lernie_ref.cli.{verb}")
     try:

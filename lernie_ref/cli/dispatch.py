@@ -10,16 +10,19 @@ from __future__ import annotations
 import argparse
 
 from lernie_ref import inbox
+from lernie_ref.cli import content
+from lernie_ref.cli.content import INTERMIXED as INTERMIXED
 from lernie_ref.substrate.workspace import Workspace
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("workspace", help="the workspace directory")
     parser.add_argument("parent", help="the id of the dispatching agent")
-    parser.add_argument("goal", help="the child's goal, deposited as the parent's message")
+    content.add(parser, "goal", "the child's goal, deposited as the parent's message")
     parser.add_argument("--name", default="", help="a display name for the child")
 
 
 def run(ns: argparse.Namespace) -> str | None:
     ws = Workspace(ns.workspace)
-    return inbox.cli_dispatch(ws, ns.parent, ns.goal, ns.name, inbox.AdvanceLauncher())
+    with content.opened(ns, "goal") as goal:
+        return inbox.cli_dispatch(ws, ns.parent, goal, ns.name, inbox.AdvanceLauncher())

@@ -1,4 +1,6 @@
-"""``lernie message <ws> <agent> <content>``: deposit and make sure a driver runs (R-PROBE-4).
+"""``lernie message <ws> <agent> <content | - | --file PATH>``: deposit, then probe (R-PROBE-4).
+
+The content is the argument, ``-`` for standard input, or ``--file PATH`` (R-CLI-7).
 
 The agent is an id or a unique name. The sender is ``LERNIE_CONV_BRANCH`` when
 set and non-empty, else ``user``. Nothing on stdout; exit 0 whether a driver was
@@ -21,15 +23,31 @@ if TYPE_CHECKING:
 
     from lernie_ref.cli import _MessageArgs
 
+INTERMIXED = True
+"""As :data:`lernie_ref.cli.content.INTERMIXED`, set here without importing that module."""
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("workspace", help="the workspace directory")
+    from lernie_ref.cli import content
+
     parser.add_argument("agent", help="the recipient: an agent id or a unique agent name")
-    parser.add_argument("content", help="the message text, deposited byte for byte")
+    content.add(parser, "content", "the message text, deposited byte for byte")
 
 
 def run(ns: argparse.Namespace | _MessageArgs) -> str | None:
     sender = inbox.resolve_cli_sender(os.environ.get(inbox.CONV_BRANCH_ENV))
     ws = Registry(path_text(ns.workspace))
-    inbox.cli_message(ws, ns.agent, ns.content, sender, inbox.AdvanceLauncher())
+    text = ns.content
+    if isinstance(text, str) and text != "-" and getattr(ns, "file", None) is None:
+        # the argument itself (the plain form, R-CLI-5): no content module, no argparse
+        inbox.cli_message(ws, ns.agent, text, sender, inbox.AdvanceLauncher())
+        return None
+    import argparse  # already loaded: only the parser's namespace gets here
+
+    from lernie_ref.cli import content
+
+    assert isinstance(ns, argparse.Namespace)
+    with content.opened(ns, "content") as source:
+        inbox.cli_message(ws, ns.agent, source, sender, inbox.AdvanceLauncher())
     return None

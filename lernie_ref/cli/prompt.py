@@ -12,13 +12,15 @@ from __future__ import annotations
 import argparse
 
 from lernie_ref import inbox
+from lernie_ref.cli import content
+from lernie_ref.cli.content import INTERMIXED as INTERMIXED
 from lernie_ref.core.errors import UsageError
 from lernie_ref.substrate.workspace import Workspace
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("workspace", help="the workspace directory")
-    parser.add_argument("text", help="the first prompt, deposited as the user's message")
+    content.add(parser, "text", "the first prompt, deposited as the user's message")
     parser.add_argument("--name", default="", help="a display name for the new agent")
     parser.add_argument(
         "--wait",
@@ -50,7 +52,8 @@ def _seconds(text: str) -> float:
 def start(ns: argparse.Namespace, launcher: inbox.Launcher) -> tuple[Workspace, str]:
     """Create and launch the root; returns the workspace and the new id."""
     ws = Workspace(ns.workspace)
-    root = inbox.cli_prompt(ws, ns.text, ns.name, launcher)
+    with content.opened(ns, "text") as text:
+        root = inbox.cli_prompt(ws, text, ns.name, launcher)
     return ws, root
 
 

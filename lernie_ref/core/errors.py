@@ -295,6 +295,15 @@ class TranscriptError(LernieError):
     """R-DEBT-1: the transcript could not be read; never read as "owes nothing"."""
 
 
+class ContentError(LernieError):
+    """R-CLI-7: message content from standard input or ``--file`` could not be read."""
+
+
+class ContainmentError(LernieError):
+    """R-WS-7: a path the protocol writes would go through a symlink or a non-directory
+    below the workspace root (or a non-file where a file belongs); nothing was written."""
+
+
 class WorkspaceError(LernieError):
     """``lernie new`` / agent creation refused (path taken, bad name, id collision)."""
 

@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lernie_ref.core.errors import ConfigError
+from lernie_ref.core.errors import ConfigError, ContainmentError
+from lernie_ref.substrate import guarded
 
 CONFIG_FILE = "lernie.toml"
 ENV_PREFIX = "LERNIE_"
@@ -107,11 +108,11 @@ model_timeout = 600.0
 
 
 def write_default(ws: Path) -> Path:
-    """Write the default ``lernie.toml`` into ``ws`` (``lernie new``); refuses to overwrite."""
-    path = ws / CONFIG_FILE
-    with open(path, "x", encoding="utf-8") as handle:
-        handle.write(DEFAULT_TEXT)
-    return path
+    """Write the default ``lernie.toml`` into ``ws`` (``lernie new``); create-only, and never
+    through a link (R-WS-7)."""
+    with guarded.open_root(ws) as root:
+        root.write_new(CONFIG_FILE, DEFAULT_TEXT.encode("utf-8"))
+    return ws / CONFIG_FILE
 
 
 def _check(name: str, value: object, default: object, where: str) -> object:
@@ -216,13 +217,18 @@ def load(ws: Path, env: Mapping[str, str]) -> Config:
     path = ws / CONFIG_FILE
     fields = {f.name: f.default for f in dataclasses.fields(Config) if f.name not in PROVIDERS}
     values: dict[str, object] = {}
-    try:
-        with open(path, "rb") as handle:
-            table = tomllib.load(handle)
+    try:  # a regular file directly under the root, never read through a link (R-WS-7)
+        with guarded.open_root(ws) as root:
+            data = root.read_bytes(CONFIG_FILE)
+        table = tomllib.loads(data.decode("utf-8"))
     except FileNotFoundError:
         table = {}
     except OSError as exc:
         raise ConfigError(f"read {path}: {exc.strerror}") from None
+    except ContainmentError as exc:
+        raise ConfigError(str(exc)) from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: {exc}") from None
     for key, value in table.items():

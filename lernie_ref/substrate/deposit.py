@@ -5,7 +5,9 @@ bytes go to a uniquely named dot-temp (``O_CREAT|O_EXCL``), are fsynced, and are
 published with ``link(2)``, which fails with ``EEXIST`` instead of replacing; a
 taken name moves the writer to the next number. The temp is then unlinked and
 the directory fsynced. A temp name starts with ``.`` and ends in ``.tmp``, so no
-reader ever accepts it (R-DEP-9).
+reader ever accepts it (R-DEP-9). Every name is reached through
+:mod:`~lernie_ref.substrate.guarded`, never through a link (R-WS-7), and content may be
+a stream copied in pieces after the head (R-CLI-7).
 
 The deposit actors yield :class:`~lernie_ref.core.actor.Passed` points after each step
 another process could observe; production runs them straight through.
@@ -13,11 +15,19 @@ another process could observe; production runs them straight through.
 
 from __future__ import annotations
 
+import codecs  # loaded at interpreter start-up anyway (the text encodings use it)
 import os
 
 from lernie_ref.core.actor import Passed, run
 from lernie_ref.core.clock import iso_stamp
-from lernie_ref.core.errors import DepositError, LernieError, NotASender, io_text
+from lernie_ref.core.errors import (
+    ContentError,
+    DepositError,
+    LernieError,
+    NotASender,
+    UsageError,
+    io_text,
+)
 from lernie_ref.core.frontmatter import (
     deposit_name,
     next_sequence,
@@ -28,11 +38,13 @@ from lernie_ref.core.frontmatter import (
 )
 from lernie_ref.core.ids import parent_of, require_agent_id
 from lernie_ref.core.names import INBOX_DIR, REPO_DIR, Point
+from lernie_ref.substrate import guarded
+from lernie_ref.substrate.guarded import write_all
 
 TYPE_CHECKING = False  # typing and pathlib stay off the message path (R-CLI-5)
 if TYPE_CHECKING:
     from pathlib import Path
-    from typing import TypeVar
+    from typing import Protocol, TypeVar
 
     from lernie_ref.core.actor import Actor
     from lernie_ref.core.clock import Clock
@@ -42,6 +54,8 @@ if TYPE_CHECKING:
     P = TypeVar("P", bound=str | Path)
     """A workspace path: a ``Path`` in the library, the root's text on the CLI's message
     path. Paths built from it keep its type."""
+else:
+    Protocol = object
 
 
 def _join(base: P, *parts: str) -> P:
@@ -104,7 +118,7 @@ def pending(inbox: Path) -> list[Pending]:
             continue
         path = Path(inbox) / name
         try:
-            mtime_ns = os.stat(path).st_mtime_ns
+            mtime_ns = os.stat(path, follow_symlinks=False).st_mtime_ns
         except FileNotFoundError:
             continue
         except OSError:
@@ -114,92 +128,152 @@ def pending(inbox: Path) -> list[Pending]:
     return out
 
 
-def _fsync_dir(directory: str | Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+class Stream(Protocol):
+    """Content read in pieces (standard input, a file): ``read(n)`` → at most ``n`` bytes."""
+
+    def read(self, size: int, /) -> bytes: ...
 
 
-def _publish_actor(ws: P, recipient: str, sender: str, body: bytes) -> Actor[P]:
-    """R-DEP-1/2/6/7: create-only, durable publication of ``body`` from ``sender``."""
+CHUNK = 1 << 20
+"""Streamed content is copied in pieces of this size: memory stays flat at any length."""
+
+
+class ContentStream:
+    """A :class:`Stream` over a binary file whose read errors name the source (R-CLI-7)."""
+
+    def __init__(self, handle: Stream, label: str) -> None:
+        self._handle = handle
+        self.label = label
+
+    def read(self, size: int, /) -> bytes:
+        try:
+            return self._handle.read(size)
+        except OSError as exc:
+            raise ContentError(f"read {self.label}: {io_text(exc)}") from None
+
+
+def copy_text(source: Stream, fd: int) -> int:
+    """Copy ``source`` to ``fd`` piece by piece, checking it is UTF-8 text; the byte count.
+
+    Text that is not UTF-8 raises :class:`UsageError` (R-CLI-6): the caller removes what
+    it wrote, so nothing a reader would accept is left.
+    """
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    total = 0
+    while True:
+        chunk = source.read(CHUNK)
+        try:
+            decoder.decode(chunk, final=not chunk)
+        except UnicodeDecodeError:
+            raise UsageError("the message content is not valid UTF-8") from None
+        if not chunk:
+            return total
+        write_all(fd, chunk)
+        total += len(chunk)
+
+
+def _publish_actor(
+    ws: P, recipient: str, sender: str, body: bytes, stream: Stream | None = None
+) -> Actor[P]:
+    """R-DEP-1/2/6/7: create-only, durable publication of ``body`` (then ``stream``) from
+    ``sender``. Every name is reached through :mod:`~lernie_ref.substrate.guarded` (R-WS-7)."""
     require_agent_id(recipient)
     require_agent_id(sender)  # the sender is a path component too (R-WS-7)
     if sender.startswith(".") or "\n" in sender or "\r" in sender:
         raise NotASender(sender)  # R-ID-7, D-18: its mail would be invisible or forged
     directory = inbox_dir(ws, recipient)
     try:
-        os.makedirs(directory, exist_ok=True)
-        names = os.listdir(directory)
+        inbox = guarded.walk(ws, (INBOX_DIR, recipient), create=True)
+    except OSError as exc:
+        raise DepositError.io(directory, exc) from None
+    with inbox:
+        return (yield from _publish_in(inbox, directory, recipient, sender, body, stream))
+
+
+def _publish_in(
+    inbox: guarded.Dir,
+    directory: P,
+    recipient: str,
+    sender: str,
+    body: bytes,
+    stream: Stream | None,
+) -> Actor[P]:
+    try:
+        names = inbox.listdir()
     except OSError as exc:
         raise DepositError.io(directory, exc) from None
     seq = next_sequence(names, sender)
     yield Passed(Point.DEPOSIT_LISTED, recipient, deposit_name(sender, seq))
 
-    temp_name = f".{sender}-{seq_text(seq)}.md.{os.urandom(6).hex()}.tmp"
-    temp = _join(directory, temp_name)
+    temp = f".{sender}-{seq_text(seq)}.md.{os.urandom(6).hex()}.tmp"
     try:
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+        fd = inbox.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     except OSError as exc:  # never unlink a name this writer did not create
-        raise DepositError.io(temp, exc) from None
+        raise DepositError.io(_join(directory, temp), exc) from None
     try:
         try:
-            view = memoryview(body)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
+            write_all(fd, body)
+            if stream is not None:
+                copy_text(stream, fd)
             os.fsync(fd)
         finally:
             os.close(fd)
     except OSError as exc:
-        _unlink_quietly(temp)
-        raise DepositError.io(temp, exc) from None
+        _unlink_quietly(inbox, temp)
+        raise DepositError.io(_join(directory, temp), exc) from None
+    except BaseException:
+        _unlink_quietly(inbox, temp)
+        raise
 
     try:
-        yield Passed(Point.DEPOSIT_TEMP_WRITTEN, recipient, temp_name)
+        yield Passed(Point.DEPOSIT_TEMP_WRITTEN, recipient, temp)
         while True:
-            final_name = deposit_name(sender, seq)
-            final = _join(directory, final_name)
+            final = deposit_name(sender, seq)
             try:
-                os.link(temp, final)
+                inbox.link(temp, final)
                 break
             except FileExistsError:
-                yield Passed(Point.DEPOSIT_COLLIDED, recipient, final_name)
+                yield Passed(Point.DEPOSIT_COLLIDED, recipient, final)
                 seq += 1
             except OSError as exc:
-                raise DepositError.io(final, exc) from None
-        yield Passed(Point.DEPOSIT_PUBLISHED, recipient, final_name)
+                raise DepositError.io(_join(directory, final), exc) from None
+        yield Passed(Point.DEPOSIT_PUBLISHED, recipient, final)
     except BaseException:
-        _unlink_quietly(temp)
+        _unlink_quietly(inbox, temp)
         raise
     try:
-        os.unlink(temp)
-        _fsync_dir(directory)
+        inbox.unlink(temp)
+        inbox.fsync()
     except OSError as exc:
         raise DepositError.io(directory, exc) from None
-    return final
+    return _join(directory, final)
 
 
-def _unlink_quietly(path: str | Path) -> None:
+def _unlink_quietly(inbox: guarded.Dir, name: str) -> None:
     try:  # noqa: SIM105 (contextlib stays off the message path)
-        os.unlink(path)
+        inbox.unlink(name)
     except OSError:
         pass
 
 
-def deposit_actor(ws: P, agent_id: str, sender: str, content: str, clock: Clock) -> Actor[P]:
+def deposit_actor(
+    ws: P, agent_id: str, sender: str, content: str | Stream, clock: Clock
+) -> Actor[P]:
     """R-DEP-4: deposit a plain message from ``sender`` into ``agent_id``'s inbox.
 
+    ``content`` is text, or a :class:`Stream` copied in pieces after the head (R-CLI-7).
     Points: ``deposit.listed``, ``deposit.temp-written``, (``deposit.collided``)*,
     ``deposit.published``. Returns the published path.
     """
     iso = iso_stamp(clock.now_ns())
-    body = render_plain(sender, iso, content)
-    return (yield from _publish_actor(ws, agent_id, sender, body))
+    if isinstance(content, str):
+        body = render_plain(sender, iso, content)
+        return (yield from _publish_actor(ws, agent_id, sender, body))
+    head = render_plain(sender, iso, "")
+    return (yield from _publish_actor(ws, agent_id, sender, head, content))
 
 
-def deposit(ws: P, agent_id: str, sender: str, content: str, clock: Clock) -> P:
+def deposit(ws: P, agent_id: str, sender: str, content: str | Stream, clock: Clock) -> P:
     """R-DEP-4/6/7: :func:`deposit_actor` run straight through."""
     return run(deposit_actor(ws, agent_id, sender, content, clock))
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from lernie_ref.core.errors import LernieError, io_text
 from lernie_ref.core.ids import require_agent_id
 from lernie_ref.core.vocab import AGENT_REF_PREFIX, MARK_REF_PREFIX, REPO_DIR, MarkKind
+from lernie_ref.substrate import guarded
 
 WORKTREE_LOCKS = ("index.lock", "HEAD.lock")
 """Lock files in the agent's worktree admin directory ``repo.git/worktrees/<name>/``."""
@@ -158,8 +159,10 @@ def clear_stale_locks(
         sleep(pause)
     removed: list[Path] = []
     for path in present:
-        try:
-            path.unlink()
+        try:  # unlinkat in the directory reached by the guarded walk (R-WS-7)
+            parts = path.relative_to(ws_root).parts
+            with guarded.walk(ws_root, parts[:-1]) as where:
+                where.unlink(parts[-1])
         except FileNotFoundError:
             continue  # its owner finished while we waited
         except OSError as exc:

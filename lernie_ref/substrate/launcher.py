@@ -11,9 +11,10 @@ from __future__ import annotations
 import os
 import sys
 
-from lernie_ref.core.errors import LaunchError, io_text
+from lernie_ref.core.errors import ContainmentError, LaunchError, io_text
 from lernie_ref.core.ids import require_agent_id
 from lernie_ref.core.names import DRIVER_LOG, LOCK_FD_ENV, STEPS_DIR
+from lernie_ref.substrate import guarded
 
 TYPE_CHECKING = False  # typing and pathlib stay off the message path (R-CLI-5)
 if TYPE_CHECKING:
@@ -93,16 +94,13 @@ class AdvanceLauncher:
     def launch(self, ws: str | Path, agent_id: str) -> None:
         require_agent_id(agent_id)
         _reap()
-        steps = os.path.join(ws, STEPS_DIR, agent_id)
-        try:
-            os.makedirs(steps, exist_ok=True)
-            log = os.open(
-                os.path.join(steps, DRIVER_LOG),
-                os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
-                0o666,
-            )
+        try:  # steps/<id>/driver.log, never through a link (R-WS-7)
+            with guarded.walk(ws, (STEPS_DIR, agent_id), create=True) as steps:
+                log = steps.open(DRIVER_LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
         except OSError as exc:
             raise LaunchError(io_text(exc)) from None
+        except ContainmentError as exc:
+            raise LaunchError(str(exc)) from None
         env = {k: v for k, v in os.environ.items() if k != LOCK_FD_ENV}
         argv = [*self.argv_prefix, "advance", os.fspath(ws), agent_id]
         actions = [

@@ -18,8 +18,16 @@ import errno
 import fcntl
 import os
 
-from lernie_ref.core.errors import AdoptError, ExecError, LockError, debug_quote, io_text
+from lernie_ref.core.errors import (
+    AdoptError,
+    ContainmentError,
+    ExecError,
+    LockError,
+    debug_quote,
+    io_text,
+)
 from lernie_ref.core.names import LOCK_FD_ENV
+from lernie_ref.substrate import guarded
 
 TYPE_CHECKING = False  # pathlib and typing stay off the message path (R-CLI-5)
 if TYPE_CHECKING:
@@ -115,9 +123,8 @@ class ExecutorLock:
 
 def try_acquire(inbox: str | Path) -> ExecutorLock | None:
     """R-LOCK-1: create ``inbox`` if needed and take the lock; ``None`` iff it is busy."""
-    try:
-        os.makedirs(inbox, exist_ok=True)
-        fd = os.open(inbox, os.O_RDONLY | os.O_CLOEXEC)
+    try:  # <ws>/inbox/<id>: two real directories below the root (R-WS-7)
+        fd = guarded.walk_tail(inbox, 2, create=True).fd
     except OSError as exc:
         raise LockError(inbox, io_text(exc)) from None
     try:
@@ -151,9 +158,12 @@ def adopt(raw: str, inbox: str | Path) -> ExecutorLock | None:
     except OSError as exc:
         raise AdoptError(f"fstat adopted fd {fd}: {io_text(exc)}") from None
     try:
-        want = os.stat(inbox)
+        with guarded.walk_tail(inbox, 2) as real:
+            want = os.fstat(real.fd)
     except OSError as exc:
         raise AdoptError(f"stat inbox {inbox}: {io_text(exc)}") from None
+    except ContainmentError as exc:
+        raise AdoptError(f"stat inbox {inbox}: {exc}") from None
     if (held.st_dev, held.st_ino) != (want.st_dev, want.st_ino):
         raise AdoptError(
             f"adopted fd {fd} is not the inbox directory {inbox} (device/inode mismatch)"

@@ -17,6 +17,7 @@ import os
 
 from lernie_ref.core.errors import (
     AmbiguousName,
+    ContainmentError,
     GitError,
     LernieError,
     NotAWorkspace,
@@ -26,6 +27,7 @@ from lernie_ref.core.errors import (
 )
 from lernie_ref.core.ids import is_agent_id
 from lernie_ref.core.names import AGENT_REF_PREFIX, NAME_FILE, REPO_DIR
+from lernie_ref.substrate import guarded
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -128,9 +130,18 @@ class Registry:
     # ---------------------------------------------------------------- guards
 
     def check_layout(self) -> None:
-        """R-WS-2: ``repo.git`` must be a directory; a ``root/.git`` is the retired layout."""
-        if os.path.isdir(os.path.join(self.root, REPO_DIR)):
+        """R-WS-2: ``repo.git`` must be a directory; a ``root/.git`` is the retired layout.
+
+        A ``repo.git`` that is a symlink is refused (R-WS-7).
+        """
+        try:
+            guarded.walk(self.root, (REPO_DIR,)).close()
             return
+        except ContainmentError:
+            if os.path.islink(os.path.join(self.root, REPO_DIR)):
+                raise
+        except OSError:
+            pass
         if os.path.exists(os.path.join(self.root, "root", ".git")):
             raise OldLayout(self._root_text())
         raise NotAWorkspace(self._root_text())

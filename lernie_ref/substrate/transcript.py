@@ -38,6 +38,7 @@ from lernie_ref.core.errors import (
 )
 from lernie_ref.core.frontmatter import parse_entry_name, parse_u32, seq_text
 from lernie_ref.core.vocab import MESSAGES_DIR, TOOL_ORIGIN, Point, Role
+from lernie_ref.substrate import guarded
 from lernie_ref.substrate.gitrun import GitRunner
 
 
@@ -302,10 +303,13 @@ def write_entry_actor(
     """
     seq = next_seq(worktree)
     name = entry_name(seq, origin, delivered=False)
-    staging.parent.mkdir(parents=True, exist_ok=True)
-    messages_dir(worktree).mkdir(parents=True, exist_ok=True)
-    staging.write_bytes(data)
-    os.rename(staging, messages_dir(worktree) / name)
+    # steps/<id>/staging.json and agents/<id>/messages/: no link followed (R-WS-7)
+    with (
+        guarded.walk_tail(staging.parent, 2, create=True) as steps,
+        guarded.walk_tail(messages_dir(worktree), 3, create=True) as messages,
+    ):
+        steps.replace(staging.name, data)  # a crash's leftover is written afresh
+        steps.rename(staging.name, messages, name)
     yield Passed(Point.TRANSCRIPT_RENAMED, agent_id, name)
     paths = None if origin == TOOL_ORIGIN else [f"{MESSAGES_DIR}/{name}"]
     commit(git, worktree, paths, commit_subject(seq, origin, agent_id), op="transcript")

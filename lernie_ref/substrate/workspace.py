@@ -11,10 +11,13 @@ the root and guarded ids (R-ID-3), so nothing is written outside the workspace
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lernie_ref.core.clock import Clock
 from lernie_ref.core.errors import (
+    ContainmentError,
     WorkspaceError,
     debug_quote,
     io_text,
@@ -39,8 +42,15 @@ from lernie_ref.core.vocab import (
     REPO_DIR,
     STEPS_DIR,
 )
-from lernie_ref.substrate.gitrun import GitRunner, SubprocessGit
+from lernie_ref.substrate import guarded
+from lernie_ref.substrate.gitrun import GitResult, GitRunner, SubprocessGit
 from lernie_ref.substrate.registry import Registry
+
+if TYPE_CHECKING:
+    from lernie_ref.substrate.spool import Spool
+
+NAME_MAX_CHARS = 64
+"""R-ID-8: the longest agent name, in characters (this reference's own limit, D-26)."""
 
 # A repo-local identity so commits work on a machine with no global git identity.
 _IDENTITY = (
@@ -50,17 +60,67 @@ _IDENTITY = (
 )
 
 
+class GuardedGit:
+    """The workspace's git runner: before each call, the directories git will write are
+    verified to be real directories below the root (R-WS-7).
+
+    Git resolves its paths itself, so this is a check made just before git starts, not
+    the race-free walk the protocol's own writes use; SPEC R-WS-7 states the window.
+    For ``<ws>/repo.git`` that is ``repo.git`` and its ``objects``, ``refs`` and
+    ``worktrees``; for a worktree ``<ws>/agents/<id>`` also the worktree, its
+    ``messages/``, its ``.git`` file and ``repo.git/worktrees/<id>`` (its index).
+    """
+
+    def __init__(self, inner: GitRunner, root: Path) -> None:
+        self.inner = inner
+        self.root = root
+
+    def _verify(self, dest: Path) -> None:
+        try:
+            rel = Path(dest).relative_to(self.root)
+        except ValueError:
+            return  # not a workspace path (e.g. `git init` of a new workspace's root)
+        parts = rel.parts
+        if parts[:1] == (REPO_DIR,) and len(parts) == 1:
+            guarded.require_dirs(
+                self.root,
+                (REPO_DIR,),
+                (REPO_DIR, "objects"),
+                (REPO_DIR, "refs"),
+                (REPO_DIR, "worktrees"),
+            )
+        elif parts[:1] == (AGENTS_DIR,) and len(parts) == 2:
+            guarded.walk(self.root, parts).close()  # the worktree must be there
+            guarded.require_dirs(
+                self.root,
+                (*parts, "messages"),
+                (REPO_DIR,),
+                (REPO_DIR, "objects"),
+                (REPO_DIR, "refs"),
+                (REPO_DIR, "worktrees"),
+                (REPO_DIR, "worktrees", parts[1]),
+            )
+            guarded.require_file(self.root, (*parts, ".git"))
+
+    def run(
+        self, dest: Path, args: Sequence[str], *, check: bool = True, input: bytes | None = None
+    ) -> GitResult:
+        self._verify(dest)
+        return self.inner.run(dest, args, check=check, input=input)
+
+
 class Workspace(Registry):
     """A workspace root (kept as given: launches pass it on unchanged, R-LAUNCH-2).
 
     The guards and the name registry come from :class:`Registry`; this class adds the
-    paths and everything that creates agents.
+    paths, the containment guards of the worktrees, and everything that creates agents.
+    Its git runner is wrapped in :class:`GuardedGit` (R-WS-7).
     """
 
     root: Path
 
     def __init__(self, root: str | Path, git: GitRunner | None = None) -> None:
-        super().__init__(Path(root), git or SubprocessGit())
+        super().__init__(Path(root), GuardedGit(git or SubprocessGit(), Path(root)))
         self._abs = Path(os.path.abspath(self.root))
 
     def __repr__(self) -> str:
@@ -92,6 +152,30 @@ class Workspace(Registry):
     def driver_log(self, agent_id: str) -> Path:
         return self.steps_dir(agent_id) / DRIVER_LOG
 
+    # ---------------------------------------------------------------- guards
+
+    def worktree_present(self, agent_id: str) -> bool:
+        """Is ``agents/<id>/`` there? A link or a non-directory there is refused (R-WS-7)."""
+        try:
+            guarded.walk(self.root, (AGENTS_DIR, require_agent_id(agent_id))).close()
+        except FileNotFoundError:
+            return False
+        return True
+
+    def require_free_worktree_path(self, agent_id: str) -> None:
+        """Before ``git worktree add``: ``agents/`` is a real directory and ``agents/<id>``
+        does not exist at all (not even as a dangling link), so git creates it (R-WS-7)."""
+        name = require_agent_id(agent_id)
+        with guarded.walk(self.root, (AGENTS_DIR,), create=True) as agents:
+            try:
+                agents.lstat(name)
+            except FileNotFoundError:
+                return
+        raise ContainmentError(
+            f"{self.agents_root / name} already exists but is not the agent's worktree; "
+            "refused (R-WS-7)"
+        )
+
     # ---------------------------------------------------------------- refs
 
     def branch_tip(self, agent_id: str) -> str:
@@ -119,10 +203,21 @@ class Workspace(Registry):
         first ``-`` token is not timestamp-shaped (names never look like ids), not yet worn."""
         if not name:
             return
-        if not is_agent_id(name) or any(c.isspace() for c in name) or not _is_utf8(name):
+        if len(name) > NAME_MAX_CHARS:
+            raise WorkspaceError(
+                f"agent name of {len(name)} characters is too long — a name has at most "
+                f"{NAME_MAX_CHARS} characters"
+            )
+        if (
+            not is_agent_id(name)
+            or name[0] in "-."
+            or any(c.isspace() or not c.isprintable() for c in name)
+            or not _is_utf8(name)
+        ):
             raise WorkspaceError(
                 f"agent name {debug_quote(name)} is not usable — a name is one path component "
-                "of UTF-8 text with no whitespace, `/`, `\\` or NUL"
+                "of printable UTF-8 text with no whitespace, `/`, `\\` or NUL, not starting "
+                "with `-` or `.`"
             )
         if is_timestamp_token(name.split("-", 1)[0]):
             raise WorkspaceError(
@@ -149,14 +244,25 @@ class Workspace(Registry):
         """R-ID-5: a fresh child id of ``parent``."""
         return self._fresh(mint_child_id(parent, clock))
 
-    def _write_pinned(self, worktree: Path, name: str, goal: str) -> None:
-        (worktree / GOAL_FILE).write_bytes(goal.encode("utf-8", "surrogateescape"))
-        (worktree / NAME_FILE).write_bytes(
-            (f"{name}\n" if name else "").encode("utf-8", "surrogateescape")
-        )
+    def _write_pinned(self, worktree: Path, name: str, goal: str | Spool) -> None:
+        """``goal.md`` and ``name``, written afresh: a link the branch carried under either
+        name (a parent's tool can commit one) is replaced, never written through (R-WS-7)."""
+        with guarded.walk_tail(worktree, 2) as tree:
+            if isinstance(goal, str):
+                tree.replace(GOAL_FILE, goal.encode("utf-8", "surrogateescape"))
+            else:
+                tree.replace(GOAL_FILE, b"")
+                fd = tree.open(GOAL_FILE, os.O_WRONLY)
+                try:
+                    goal.copy_to(fd)
+                finally:
+                    os.close(fd)
+            pinned_name = f"{name}\n" if name else ""
+            tree.replace(NAME_FILE, pinned_name.encode("utf-8", "surrogateescape"))
 
     def _add_worktree(self, agent_id: str, start: str) -> Path:
         worktree = self.worktree(agent_id)
+        self.require_free_worktree_path(agent_id)
         self.git.run(
             self.repo_git,
             [
@@ -176,7 +282,7 @@ class Workspace(Registry):
         self.git.run(worktree, ["add", "--", GOAL_FILE, NAME_FILE])
         self.git.run(worktree, ["commit", "-q", "--allow-empty", "--no-verify", "-m", subject])
 
-    def create_root_agent(self, agent_id: str, name: str, goal: str) -> None:
+    def create_root_agent(self, agent_id: str, name: str, goal: str | Spool) -> None:
         """R-WS-4: branch ``agents/<id>`` from ``config/default``, its worktree, and the
         ``step 001: dispatch`` commit."""
         require_agent_id(agent_id)
@@ -184,7 +290,7 @@ class Workspace(Registry):
         self._write_pinned(worktree, name, goal)
         self._commit_pinned(worktree, f"step 001: dispatch [{agent_id}]")
 
-    def create_child_agent(self, parent: str, child: str, name: str, goal: str) -> None:
+    def create_child_agent(self, parent: str, child: str, name: str, goal: str | Spool) -> None:
         """R-WS-4: fork ``agents/<child>`` from the parent's tip; the dispatch commit drops the
         inherited ``messages/`` so the child's transcript starts at ``001-<parent>.md``."""
         require_agent_id(parent)
@@ -243,8 +349,9 @@ def create_workspace(path: str | Path, git: GitRunner | None = None) -> Workspac
         commit = ws.git.run(ws.repo_git, ["commit-tree", tree, "-m", "config: default"]).stdout
         ws.git.run(ws.repo_git, ["update-ref", f"refs/heads/{CONFIG_BRANCH}", commit])
         ws.git.run(ws.repo_git, ["symbolic-ref", "HEAD", f"refs/heads/{CONFIG_BRANCH}"])
-        for sub in (INBOX_DIR, STEPS_DIR, AGENTS_DIR):
-            (root / sub).mkdir()
+        with guarded.open_root(root) as top:
+            for sub in (INBOX_DIR, STEPS_DIR, AGENTS_DIR):
+                os.mkdir(sub, dir_fd=top.fd)
         write_default(root)
     except BaseException as exc:
         if made_root:

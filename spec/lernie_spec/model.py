@@ -1244,6 +1244,7 @@ NOT_MODELLED: dict[str, str] = {
     "R-CLI-4": "CLI format",
     "R-CLI-5": "CLI performance",
     "R-CLI-6": "CLI argument handling",
+    "R-CLI-7": "CLI content sources (stdin, --file); the deposit it makes is R-DEP-6",
 }
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterator
-from types import SimpleNamespace
 from typing import Any, NamedTuple
 
 import lernie_ref.actors.drain as drain_module
@@ -23,7 +22,7 @@ import lernie_ref.actors.sweep as sweep_module
 import lernie_ref.actors.writer as writer
 import lernie_ref.reply as reply
 import lernie_ref.reply_debt as reply_debt
-import lernie_ref.substrate.deposit as deposit
+import lernie_ref.substrate.guarded as guarded
 from lernie_ref.core.actor import Actor, Passed
 from lernie_ref.core.ids import parent_of
 from lernie_ref.core.vocab import MESSAGES_DIR, TOOL_ORIGIN, Epitaph, MarkKind, Point
@@ -56,16 +55,16 @@ def _none_actor(*_: object, **__: object) -> Actor[None]:
     yield  # pragma: no cover - makes this a generator
 
 
-def _replacing_link(src: Any, dst: Any) -> None:
+def _replacing_link(self: Any, src: str, dst: str) -> None:
+    """``link`` that replaces a taken name instead of failing with ``EEXIST``."""
     with contextlib.suppress(FileNotFoundError):
-        os.unlink(dst)
-    os.link(src, dst)
+        self.unlink(dst)
+    os.link(src, dst, src_dir_fd=self.fd, dst_dir_fd=self.fd, follow_symlinks=False)
 
 
 def _overwriting() -> contextlib.AbstractContextManager[None]:
-    proxy = SimpleNamespace(**{k: getattr(os, k) for k in dir(os) if not k.startswith("__")})
-    proxy.link = _replacing_link
-    return _patched(deposit, "os", proxy)
+    """Publication replaces a deposit of the same name (upstream's old write-in-place)."""
+    return _patched(guarded.Dir, "link", _replacing_link)
 
 
 def _reply_to_parent() -> contextlib.AbstractContextManager[None]:

@@ -199,8 +199,8 @@ def test_r_probe_5_prompt_declines_without_writing(tmp_path: Path, ws: Workspace
     assert_declined(
         cli("prompt", str(ws.root), "hi", "--name", "a/b"),
         "prompt",
-        'agent name "a/b" is not usable — a name is one path component of UTF-8 text with no '
-        "whitespace, `/`, `\\` or NUL",
+        'agent name "a/b" is not usable — a name is one path component of printable UTF-8 text '
+        "with no whitespace, `/`, `\\` or NUL, not starting with `-` or `.`",
     )
     assert_declined(
         cli("prompt", str(ws.root), "hi", "--name", "20260101T000000Z-x"),

@@ -1,0 +1,136 @@
+"""R-WS-7: nothing is written outside the workspace, whatever below its root is a symlink.
+
+Each protocol directory or file in turn is moved outside the workspace and replaced by a
+symlink to where it went (the link's target is a realistic copy, so only the link stands
+between the protocol and an outside write). Then every verb runs, drivers included, and
+the outside tree must be byte for byte what it was. The workspace root itself may be a
+symlink and then everything works.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from lernie_ref.core.errors import ContainmentError
+from lernie_ref.substrate import guarded
+from tests.contain.kit import World, cli, make_world, snapshot, wait_quiescent
+
+TARGETS = [
+    "inbox",
+    "inbox/{root}",  # the root's inbox, also the child's reply's inbox
+    "inbox/{child}",
+    "steps",
+    "steps/{root}",
+    "steps/{root}/driver.log",
+    "steps/{root}/staging.json",
+    "agents",
+    "agents/{root}",
+    "agents/{root}/messages",
+    "agents/{child}",
+    "agents/{root}/goal.md",
+    "lernie.toml",
+    "repo.git",
+    "repo.git/worktrees/{root}",
+]
+
+
+def _link_out(world: World, rel: str) -> Path:
+    """Move ``rel`` outside (or make an empty one there) and leave a symlink in its place."""
+    inside = world.ws.root / rel
+    away = world.outside / rel.replace("/", "__")
+    if inside.exists():
+        shutil.move(str(inside), str(away))
+    elif rel.endswith((".json", ".log", ".md")):
+        away.write_bytes(b"outside file\n")
+    else:
+        away.mkdir()
+    inside.symlink_to(away)
+    return away
+
+
+def _every_verb(world: World) -> None:
+    ws, root, child = str(world.ws.root), world.root, world.child
+    cli("message", ws, root, "a message to the root")
+    cli("message", ws, "kid", "a message to the child, by name")
+    cli("advance", ws, root)
+    cli("advance", ws, child)
+    cli("dispatch", ws, root, "a new child", "--name", "second")
+    cli("prompt", ws, "a new root")
+    cli("message", ws, root, "-", stdin=b"from standard input")
+    cli("scan", ws)
+    cli("status", ws)
+    cli("log", ws, root)
+    cli("stop", ws, root)
+    wait_quiescent(world.ws)
+    cli("advance", ws, root)
+    cli("scan", ws)
+    wait_quiescent(world.ws)
+
+
+@pytest.mark.parametrize("template", TARGETS)
+def test_r_ws_7_a_symlinked_protocol_path_gets_no_write_outside(
+    tmp_path: Path, template: str
+) -> None:
+    world = make_world(tmp_path)
+    rel = template.format(root=world.root, child=world.child)
+    _link_out(world, rel)
+    before = snapshot(world.outside)
+    _every_verb(world)
+    assert snapshot(world.outside) == before
+
+
+def test_r_ws_7_a_refused_link_is_one_line_naming_the_path(tmp_path: Path) -> None:
+    world = make_world(tmp_path)
+    _link_out(world, f"inbox/{world.root}")
+    proc = cli("message", str(world.ws.root), world.root, "x")
+    assert proc.returncode == 1 and proc.stdout == b""
+    line = proc.stderr.decode()
+    assert line.count("\n") == 1
+    assert line.startswith(f"lernie message: {world.ws.root}/inbox/{world.root} is a symbolic link")
+
+
+def test_r_ws_7_the_workspace_root_may_be_a_symlink(tmp_path: Path) -> None:
+    world = make_world(tmp_path)
+    alias = tmp_path / "alias"
+    alias.symlink_to(world.ws.root)
+    assert cli("message", str(alias), world.root, "via the alias").returncode == 0
+    wait_quiescent(alias)
+    log = cli("log", str(alias), world.root)
+    assert b"via the alias" in log.stdout
+
+
+def test_r_ws_7_guarded_walk_refuses_links_and_non_directories(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "file").write_bytes(b"")
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    with guarded.walk(tmp_path, ("real",)):
+        pass
+    with pytest.raises(ContainmentError, match="is a symbolic link"):
+        guarded.walk(tmp_path, ("link", "sub"), create=True)
+    assert not (tmp_path / "real" / "sub").exists()
+    with pytest.raises(NotADirectoryError):
+        guarded.walk(tmp_path, ("file",))
+    with pytest.raises(ContainmentError, match="one path component"):
+        guarded.walk(tmp_path, ("..",))
+    with guarded.walk(tmp_path, ()) as top:
+        with pytest.raises(ContainmentError, match="is a symbolic link"):
+            top.open("link", os.O_RDONLY)
+        os.mkfifo(tmp_path / "fifo")
+        with pytest.raises(ContainmentError, match="not a regular file"):
+            top.open("fifo", os.O_RDONLY)  # refused, and never blocks
+
+
+def test_r_ws_7_a_link_swapped_in_after_the_walk_changes_nothing(tmp_path: Path) -> None:
+    """Race-freedom: the write uses the descriptor the walk verified, not the name."""
+    (tmp_path / "box").mkdir()
+    (tmp_path / "away").mkdir()
+    with guarded.walk(tmp_path, ("box",)) as box:
+        os.rename(tmp_path / "box", tmp_path / "box.old")
+        (tmp_path / "box").symlink_to(tmp_path / "away")
+        box.write_new("f", b"inside")
+    assert os.listdir(tmp_path / "away") == []
+    assert (tmp_path / "box.old" / "f").read_bytes() == b"inside"

@@ -6,8 +6,8 @@ a probe, every voluntary release by the release rule. What an uncatchable death
 and ``lernie scan`` is the operator's explicit touch. It is never run by a driver
 or a writer.
 
-*Sweep* (R-SCAN-1, R-SCAN-4..6). For each registered agent, in registry order: take its
-executor lock (busy → it is driven: skip it); with the lock held, read from disk
+*Sweep* (R-SCAN-1, R-SCAN-4, R-SCAN-5, R-SCAN-6). For each registered agent, in
+registry order: take its executor lock (busy → it is driven: skip it); with the lock held, read from disk
 whether it **died mid-work**: its own inbox holds no pending deposit (mail under a
 free lock is the flush's business, not a death), no budget-exhausted mark sits at
 its branch tip, and the transcript's warrant (R-STEP-3) says a model call is due
@@ -345,6 +345,14 @@ def _sweep_one(
     snapshot: RefSnapshot | None = None,
     files: RefFiles | None = None,
 ) -> Actor[None]:
+    """One agent's sweep under its lock (R-SCAN-4, R-SCAN-5, R-SCAN-6).
+
+    I-16: ``died`` goes out only while this pass holds the agent's lock, with no pending
+    deposit and work due or an unpaired call at the tip. I-15: the obituary moves the
+    returned mark to the tip (and is never repeated when it is already on disk), so a
+    second pass with nothing new deposits nothing. R-SCAN-8's residuals are read as the
+    SPEC says: a removed worktree is an empty transcript, a stopped root reads as a death.
+    """
     inbox = ws.inbox_dir(agent)
     lock = None
     revive = False

@@ -100,7 +100,8 @@ class Pending(tuple[str, int, "Path", str]):
 
 
 def pending(inbox: Path) -> list[Pending]:
-    """Every pending deposit of ``inbox``, ordered by ``(mtime_ns, name)``; missing dir → ``[]``.
+    """R-DEP-11: every pending deposit of ``inbox``, ordered by ``(mtime_ns, name)``; missing
+    dir → ``[]``.
 
     A name that vanishes between the listing and its stat (delivered meanwhile) is
     skipped; an unreadable mtime counts as the epoch, like upstream.
@@ -175,8 +176,8 @@ def copy_text(source: Stream, fd: int) -> int:
 def _publish_actor(
     ws: P, recipient: str, sender: str, body: bytes, stream: Stream | None = None
 ) -> Actor[P]:
-    """R-DEP-1/2/6/7: create-only, durable publication of ``body`` (then ``stream``) from
-    ``sender``. Every name is reached through :mod:`~lernie_ref.substrate.guarded` (R-WS-7)."""
+    """R-DEP-1, R-DEP-2, R-DEP-6, R-DEP-7: create-only, durable publication of ``body``
+    (then ``stream``) from ``sender``. Every name is reached through :mod:`~lernie_ref.substrate.guarded` (R-WS-7)."""
     require_agent_id(recipient)
     require_agent_id(sender)  # the sender is a path component too (R-WS-7)
     if sender.startswith(".") or "\n" in sender or "\r" in sender:
@@ -274,7 +275,7 @@ def deposit_actor(
 
 
 def deposit(ws: P, agent_id: str, sender: str, content: str | Stream, clock: Clock) -> P:
-    """R-DEP-4/6/7: :func:`deposit_actor` run straight through."""
+    """R-DEP-4, R-DEP-6, R-DEP-7: :func:`deposit_actor` run straight through."""
     return run(deposit_actor(ws, agent_id, sender, content, clock))
 
 
@@ -288,7 +289,8 @@ def deposit_result_actor(
     clock: Clock,
     git: GitRunner,
 ) -> Actor[Path]:
-    """R-DEP-5/8: deposit ``child``'s result into ``recipient``'s inbox, then set the returned mark.
+    """R-DEP-5, R-DEP-8: deposit ``child``'s result into ``recipient``'s inbox, then set the
+    returned mark (I-14: every result publication moves it).
 
     Points: those of a deposit, then ``deposit.marked``. A mark failure raises
     ``mark refs/lernie/returned/<child>: …`` and leaves the file in place.
@@ -320,7 +322,7 @@ def deposit_result(
     clock: Clock,
     git: GitRunner,
 ) -> Path:
-    """R-DEP-5/8: :func:`deposit_result_actor` run straight through."""
+    """R-DEP-5, R-DEP-8: :func:`deposit_result_actor` run straight through."""
     return run(
         deposit_result_actor(ws, recipient, child, epitaph, terminal_ref, response, clock, git)
     )

@@ -1,5 +1,5 @@
 """Hostile input: each case one clear line, exit 1 (usage 2), nothing written outside the
-workspace, nothing lost (R-ID-3, R-ID-7, R-ID-8, R-LOCK-4, R-STEP-5/6, R-DEP-6, R-WS-7)."""
+workspace, nothing lost (R-ID-3, R-ID-7, R-ID-8, R-LOCK-4, R-STEP-5, R-STEP-6, R-DEP-6, R-WS-7)."""
 
 from __future__ import annotations
 

@@ -16,16 +16,6 @@ ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "spec" / "SPEC.md"
 
 NOT_CITED_IN_LERNIE_REF: dict[str, str] = {
-    # Implemented in modules other work is changing right now; they cite these ids only
-    # in compressed form (R-DEP-1/2/6/7, R-DEP-4/6/7, R-DEP-5/8) or not at all yet.
-    "R-DEP-6": "implemented in substrate/deposit.py, cited there only as R-DEP-1/2/6/7",
-    "R-DEP-7": "implemented in substrate/deposit.py, cited there only as R-DEP-1/2/6/7",
-    "R-DEP-8": "implemented in substrate/deposit.py, cited there only as R-DEP-5/8",
-    "R-DEP-11": "implemented by substrate/deposit.py's pending(), which cites no id yet",
-    "I-14": "the returned mark is set in substrate/deposit.py (R-DEP-8 above)",
-    "R-SCAN-8": "the sweep's residual cases live in actors/sweep.py, which cites no id yet",
-    "I-15": "the sweep's idempotence rests on actors/sweep.py's mark check (R-SCAN-5)",
-    "I-16": "the sweep's soundness rests on actors/sweep.py's hold and reading (R-SCAN-4)",
     "I-13": "a property of whole runs (reply debt plus release rule); checked by tests and "
     "the model, no single function implements it",
 }

@@ -7,7 +7,8 @@ and ``lernie scan`` is the operator's explicit touch. It is never run by a drive
 or a writer.
 
 *Sweep* (R-SCAN-1, R-SCAN-4, R-SCAN-5, R-SCAN-6). For each registered agent, in
-registry order: take its executor lock (busy → it is driven: skip it); with the lock held, read from disk
+registry order: take its executor lock (busy → it is driven: skip it); with the lock held, read
+from disk
 whether it **died mid-work**: its own inbox holds no pending deposit (mail under a
 free lock is the flush's business, not a death), no budget-exhausted mark sits at
 its branch tip, and the transcript's warrant (R-STEP-3) says a model call is due

@@ -177,7 +177,8 @@ def _publish_actor(
     ws: P, recipient: str, sender: str, body: bytes, stream: Stream | None = None
 ) -> Actor[P]:
     """R-DEP-1, R-DEP-2, R-DEP-6, R-DEP-7: create-only, durable publication of ``body``
-    (then ``stream``) from ``sender``. Every name is reached through :mod:`~lernie_ref.substrate.guarded` (R-WS-7)."""
+    (then ``stream``) from ``sender``. Every name is reached through
+    :mod:`~lernie_ref.substrate.guarded` (R-WS-7)."""
     require_agent_id(recipient)
     require_agent_id(sender)  # the sender is a path component too (R-WS-7)
     if sender.startswith(".") or "\n" in sender or "\r" in sender:

@@ -264,8 +264,12 @@ def deposit_actor(
     """R-DEP-4: deposit a plain message from ``sender`` into ``agent_id``'s inbox.
 
     ``content`` is text, or a :class:`Stream` copied in pieces after the head (R-CLI-7).
-    Points: ``deposit.listed``, ``deposit.temp-written``, (``deposit.collided``)*,
-    ``deposit.published``. Returns the published path.
+    Returns the published path; a taken name moves it to the next number (R-DEP-6).
+
+    Points: ``Point.DEPOSIT_LISTED``, ``Point.DEPOSIT_TEMP_WRITTEN``,
+    ``Point.DEPOSIT_COLLIDED`` (once per taken name), ``Point.DEPOSIT_PUBLISHED``.
+    Always: ``Point.DEPOSIT_LISTED``, ``Point.DEPOSIT_TEMP_WRITTEN``,
+    ``Point.DEPOSIT_PUBLISHED``.
     """
     iso = iso_stamp(clock.now_ns())
     if isinstance(content, str):
@@ -293,8 +297,13 @@ def deposit_result_actor(
     """R-DEP-5, R-DEP-8: deposit ``child``'s result into ``recipient``'s inbox, then set the
     returned mark (I-14: every result publication moves it).
 
-    Points: those of a deposit, then ``deposit.marked``. A mark failure raises
-    ``mark refs/lernie/returned/<child>: …`` and leaves the file in place.
+    A mark failure raises ``mark refs/lernie/returned/<child>: …`` and leaves the file in
+    place.
+
+    Points: ``Point.DEPOSIT_LISTED``, ``Point.DEPOSIT_TEMP_WRITTEN``,
+    ``Point.DEPOSIT_COLLIDED``, ``Point.DEPOSIT_PUBLISHED``, then ``Point.DEPOSIT_MARKED``.
+    Always: ``Point.DEPOSIT_LISTED``, ``Point.DEPOSIT_TEMP_WRITTEN``,
+    ``Point.DEPOSIT_PUBLISHED``, ``Point.DEPOSIT_MARKED``.
     """
     from pathlib import Path
 

@@ -28,6 +28,7 @@ from lernie_ref.core.clock import SystemClock
 from lernie_ref.core.vocab import Epitaph, Point
 from lernie_ref.inbox import cli_dispatch, cli_prompt, deposit, pending
 from lernie_ref.substrate.config import Config
+from lernie_ref.substrate.deposit import deposit_actor, deposit_result_actor
 from lernie_ref.substrate.lock import ExecutorLock, try_acquire
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import Inline, RecordingLauncher
@@ -116,6 +117,31 @@ def contested(ws: Workspace, actor: Actor[object], sender: str) -> frozenset[str
     with held(ws, agent):
         stepper.finish()
     return names(stepper)
+
+
+def test_r_dep_6_deposit_points(ws: Workspace) -> None:
+    """The plain and the result deposit, free and with the same sender's name taken
+    between the listing and the link (R-DEP-6), each against its docstring list."""
+    clock = SystemClock()
+    root = cli_prompt(ws, "x", "", RecordingLauncher())
+    kid = cli_dispatch(ws, root, "goal", "", RecordingLauncher())
+    free = finish(deposit_actor(ws.root, root, "user", "hi", clock))
+    stepper: Stepper[object] = Stepper(deposit_actor(ws.root, root, "user", "again", clock))
+    stepper.run_to(Point.DEPOSIT_LISTED)
+    deposit(ws.root, root, "user", "racer")
+    stepper.finish()
+    check(deposit_actor, [free, names(stepper)])
+    tip = ws.branch_tip(kid)
+    result = finish(
+        deposit_result_actor(ws.root, root, kid, Epitaph.DIED, tip, None, clock, ws.git)
+    )
+    raced: Stepper[object] = Stepper(
+        deposit_result_actor(ws.root, root, kid, Epitaph.DIED, tip, None, clock, ws.git)
+    )
+    raced.run_to(Point.DEPOSIT_LISTED)
+    deposit(ws.root, root, kid, "racer")
+    raced.finish()
+    check(deposit_result_actor, [result, names(raced)])
 
 
 def test_r_probe_4_writer_verb_points(ws: Workspace) -> None:

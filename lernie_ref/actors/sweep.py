@@ -476,10 +476,19 @@ def scan_actor(
 ) -> Actor[ScanReport]:
     """R-SCAN-1: the whole pass as an actor: sweep every agent, then flush every inbox.
 
-    Points, per agent: ``scan.driven``, or ``scan.held`` (``scan.no-inbox``),
-    ``scan.assessed`` (detail: the condition), the deposit's points and ``scan.swept``
-    when an obituary is written, ``scan.released``; then per inbox: ``scan.debris``, or
-    the probe's points and ``scan.flushed`` (detail: launched or busy).
+    Per agent: ``scan.driven``, or ``scan.held`` (``scan.no-inbox``), ``scan.assessed``
+    (detail: the condition), the deposit's points and ``scan.swept`` when an obituary is
+    written, ``scan.resent`` when a lost reply is re-sent, ``scan.released``, and a
+    revival's probe; then per inbox: ``scan.debris``, or the probe's points and
+    ``scan.flushed`` (detail: launched or busy).
+
+    Points: ``Point.SCAN_DRIVEN``, ``Point.SCAN_HELD``, ``Point.SCAN_NO_INBOX``,
+    ``Point.SCAN_ASSESSED``, ``Point.SCAN_SWEPT``, ``Point.SCAN_RESENT``,
+    ``Point.SCAN_RELEASED``, ``Point.SCAN_DEBRIS``, ``Point.SCAN_FLUSHED``,
+    ``Point.DEPOSIT_LISTED``, ``Point.DEPOSIT_TEMP_WRITTEN``, ``Point.DEPOSIT_COLLIDED``,
+    ``Point.DEPOSIT_PUBLISHED``, ``Point.DEPOSIT_MARKED``, ``Point.PROBE_BUSY``,
+    ``Point.PROBE_ACQUIRED``, ``Point.PROBE_RELEASED``, ``Point.PROBE_LAUNCHED``.
+    Always: none (an empty workspace passes no point).
     """
     try:
         # One git call for every agent's tip and marks; each is confirmed under its lock.

@@ -300,6 +300,9 @@ def write_entry_actor(
     first, so ``messages/`` never holds a half-written entry. A tool entry is
     committed with ``git add -A`` so a tool's side effects in the worktree land
     with its result; a model entry is committed alone (R-TR-3).
+
+    Points: ``Point.TRANSCRIPT_RENAMED``, ``Point.TRANSCRIPT_COMMITTED``.
+    Always: ``Point.TRANSCRIPT_RENAMED``, ``Point.TRANSCRIPT_COMMITTED``.
     """
     seq = next_seq(worktree)
     name = entry_name(seq, origin, delivered=False)
@@ -326,7 +329,11 @@ def model_entry_actor(
     staging: Path,
     git: GitRunner,
 ) -> Actor[Entry[Path]]:
-    """Commit the assistant entry ``NNN-<model>.json`` (R-TR-4); model id ``tool`` is refused."""
+    """Commit the assistant entry ``NNN-<model>.json`` (R-TR-4); model id ``tool`` is refused.
+
+    Points: ``Point.TRANSCRIPT_RENAMED``, ``Point.TRANSCRIPT_COMMITTED``.
+    Always: ``Point.TRANSCRIPT_RENAMED``, ``Point.TRANSCRIPT_COMMITTED``.
+    """
     if model_id == TOOL_ORIGIN:
         raise ReservedModelId(model_id)
     data = render_model_entry(list(blocks), usage)
@@ -336,6 +343,10 @@ def model_entry_actor(
 def tool_entry_actor(
     worktree: Path, agent_id: str, result: Block, staging: Path, git: GitRunner
 ) -> Actor[Entry[Path]]:
-    """Commit one tool result as ``NNN-tool.json``, a bare one-element array (R-TR-4)."""
+    """Commit one tool result as ``NNN-tool.json``, a bare one-element array (R-TR-4).
+
+    Points: ``Point.TRANSCRIPT_RENAMED``, ``Point.TRANSCRIPT_COMMITTED``.
+    Always: ``Point.TRANSCRIPT_RENAMED``, ``Point.TRANSCRIPT_COMMITTED``.
+    """
     data = render_tool_entry(result)
     return (yield from write_entry_actor(worktree, agent_id, TOOL_ORIGIN, data, staging, git))

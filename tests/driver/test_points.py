@@ -22,14 +22,17 @@ from lernie_ref.actors.exit_protocol import conclude_actor
 from lernie_ref.actors.hop import HopResult, hop_actor
 from lernie_ref.actors.probe import probe_actor, writer_probe_actor
 from lernie_ref.actors.release import release_actor
+from lernie_ref.actors.sweep import scan_actor
 from lernie_ref.actors.writer import dispatch_actor, message_actor, prompt_actor
 from lernie_ref.core.actor import Actor, Passed, Stepper
 from lernie_ref.core.clock import SystemClock
+from lernie_ref.core.entry import text_block
 from lernie_ref.core.vocab import Epitaph, Point
 from lernie_ref.inbox import cli_dispatch, cli_prompt, deposit, pending
 from lernie_ref.substrate.config import Config
 from lernie_ref.substrate.deposit import deposit_actor, deposit_result_actor
 from lernie_ref.substrate.lock import ExecutorLock, try_acquire
+from lernie_ref.substrate.transcript import model_entry_actor, tool_entry_actor, write_entry_actor
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import Inline, RecordingLauncher
 
@@ -142,6 +145,41 @@ def test_r_dep_6_deposit_points(ws: Workspace) -> None:
     deposit(ws.root, root, kid, "racer")
     raced.finish()
     check(deposit_result_actor, [result, names(raced)])
+
+
+def test_r_tr_3_transcript_entry_points(ws: Workspace) -> None:
+    """A model entry and a tool entry, each renamed into ``messages/`` then committed."""
+    root = cli_prompt(ws, "x", "", RecordingLauncher())
+    wt, staging = ws.worktree(root), ws.steps_dir(root) / "staging.json"
+    ws.steps_dir(root).mkdir(parents=True, exist_ok=True)
+    model = finish(
+        model_entry_actor(wt, root, "scripted", [text_block("hi")], None, staging, ws.git)
+    )
+    tool = finish(tool_entry_actor(wt, root, {"type": "tool_result"}, staging, ws.git))
+    for fn in (write_entry_actor, model_entry_actor, tool_entry_actor):
+        check(fn, [model, tool])
+
+
+def test_r_scan_1_scan_points(ws: Workspace) -> None:
+    """One pass over a workspace with a driven agent, a dead child, an agent with no inbox,
+    fresh mail and debris passes only documented points and reaches every one of them but
+    ``scan.resent`` and ``deposit.collided`` (races of their own: tests/fault and
+    test_r_dep_6_deposit_points)."""
+    launcher = RecordingLauncher()
+    clock = SystemClock()
+    root = cli_prompt(ws, "lead", "", launcher)
+    Inline(ws).hop(root)
+    kid = cli_dispatch(ws, root, "goal", "", launcher)
+    Inline(ws).crash_at(kid, Point.HOP_WARRANT)  # dead with work due: swept and revived
+    busy = cli_prompt(ws, "busy", "", launcher)
+    ws.create_root_agent("20260101T000000Z-0000000e", "quiet", "no inbox yet")
+    deposit(ws.root, "20260101T000000Z-0000dead", "user", "for nobody")  # debris
+    with held(ws, busy):
+        seen = finish(scan_actor(ws, launcher, clock))
+    points, always = documented(scan_actor)
+    assert always == frozenset()
+    assert seen <= points, sorted(seen - points)
+    assert points - seen == {Point.SCAN_RESENT, Point.DEPOSIT_COLLIDED}, sorted(points - seen)
 
 
 def test_r_probe_4_writer_verb_points(ws: Workspace) -> None:

@@ -70,8 +70,18 @@ from lernie_ref.substrate.workspace import Workspace, create_workspace
 SCOPE = Scope(
     parents=(NOBODY, 0, 0),  # P, and two children it may dispatch
     initial=(True, False, False),
-    messages=99, advances=0, stops=99, scans=99, crashes=99, tools=99, sends=99,
-    exhaust=99, max_procs=99, max_seq=99, launch_cap=99, errors=0,
+    messages=99,
+    advances=0,
+    stops=99,
+    scans=99,
+    crashes=99,
+    tools=99,
+    sends=99,
+    exhaust=99,
+    max_procs=99,
+    max_seq=99,
+    launch_cap=99,
+    errors=0,
 )
 """The model's world for refinement: budgets are the program's, not the model's."""
 
@@ -79,6 +89,18 @@ STEP_BUDGET = 4
 """The real step budget (R-TERM-4): small, so budget exhaustion happens in short runs."""
 
 # ------------------------------------------------------------ point matching
+
+
+def _holds_flock(fd: int) -> bool:
+    """Whether the open description behind ``fd`` carries a ``flock`` (its ``fdinfo`` has a
+    ``lock:`` line): an actor that merely has the inbox open (a writer's guarded walk) is
+    not a holder, as R-STOP-2 reads it for real processes."""
+    try:
+        with open(f"/proc/self/fdinfo/{fd}", encoding="ascii") as info:
+            return any(line.startswith("lock:") and "FLOCK" in line for line in info)
+    except OSError:
+        return False
+
 
 INTERNAL: dict[str, str] = {
     Point.DEPOSIT_LISTED: "an operator writer's listing is folded into `lernie message`",
@@ -173,7 +195,8 @@ class ChoiceModel:
         if q:
             blocks = q.pop(0)
             if any(b.get("name") == "dispatch" for b in blocks) and not self.may_dispatch(
-                    request.agent_id):  # the world has no room for another child: a no-op
+                request.agent_id
+            ):  # the world has no room for another child: a no-op
                 blocks = [tool_use_block(str(blocks[0]["id"]), "look", {})]
             return ModelReply(blocks)
         return ModelReply([text_block("done")])
@@ -215,12 +238,13 @@ def _kind_of(text: str) -> str:
     if m:
         for line in m.group(1).split("\n"):
             if line.startswith("epitaph: "):
-                return line[len("epitaph: "):]
+                return line[len("epitaph: ") :]
     return M.PLAIN
 
 
-def transcript_facts(entries: Sequence[tuple[str, object]], me: int,
-                     parents: tuple[int, ...]) -> tuple[int, bool, bool, bool, bool, str]:
+def transcript_facts(
+    entries: Sequence[tuple[str, object]], me: int, parents: tuple[int, ...]
+) -> tuple[int, bool, bool, bool, bool, str]:
     """The model's transcript facts, replayed plainly over the entries in order.
 
     Each entry is ``("delivered", (sender, kind))``, ``("model", tool_uses)`` or
@@ -263,7 +287,8 @@ class World:
         self.ws.create_root_agent(root_id, "p", "goal")
         self.ids[0] = root_id
         self.model.may_dispatch = lambda aid: any(
-            par == self.index(aid) and self.ids[c] is None for c, par in enumerate(SCOPE.parents))
+            par == self.index(aid) and self.ids[c] is None for c, par in enumerate(SCOPE.parents)
+        )
         self.actors: dict[int, RealActor] = {}
         self.graveyard: list[RealActor] = []  # crashed in this run
         self.next_key = 0
@@ -289,8 +314,9 @@ class World:
                 continue
             parent = next((i for i in self.ids if i and aid.startswith(i + "-")), None)
             p = self.ids.index(parent) if parent else NOBODY
-            slot = next((c for c, par in enumerate(SCOPE.parents)
-                         if par == p and self.ids[c] is None), None)
+            slot = next(
+                (c for c, par in enumerate(SCOPE.parents) if par == p and self.ids[c] is None), None
+            )
             if slot is None:
                 raise Divergence(f"agent {aid} has no place in the model's world")
             self.ids[slot] = aid
@@ -301,18 +327,40 @@ class World:
         ws = self.ws
         self._adopt_new_agents()
         refs: dict[str, str] = {}
-        out = ws.git.run(ws.repo_git, ["for-each-ref", "--format=%(refname) %(objectname)",
-                                       AGENT_REF_PREFIX, MARK_REF_PREFIX]).stdout
+        out = ws.git.run(
+            ws.repo_git,
+            [
+                "for-each-ref",
+                "--format=%(refname) %(objectname)",
+                AGENT_REF_PREFIX,
+                MARK_REF_PREFIX,
+            ],
+        ).stdout
         for line in out.splitlines():
             name, _, sha = line.partition(" ")
             refs[name] = sha
-        unstarted = [a for _, a in self.launcher.launches[self.started:]]
+        unstarted = [a for _, a in self.launcher.launches[self.started :]]
         published = self._published_results()
         views = []
         for a, aid in enumerate(self.ids):
             if aid is None or AGENT_REF_PREFIX + aid not in refs:
-                views.append(AgentView(False, (), NOBODY, False, False, False, False, "closed",
-                                       (), False, False, 0, frozenset()))
+                views.append(
+                    AgentView(
+                        False,
+                        (),
+                        NOBODY,
+                        False,
+                        False,
+                        False,
+                        False,
+                        "closed",
+                        (),
+                        False,
+                        False,
+                        0,
+                        frozenset(),
+                    )
+                )
                 continue
             inbox = ws.root / INBOX_DIR / aid
             pend: list[tuple[int, str]] = []
@@ -328,8 +376,14 @@ class World:
             entries: list[tuple[str, object]] = []
             uncommitted: list[tuple[int, str]] = []
             executor_pending = False
-            for name in sorted(files, key=lambda n: int(_ENTRY.match(n).group(1))  # type: ignore[union-attr]
-                               if _ENTRY.match(n) else 0):
+            for name in sorted(
+                files,
+                key=lambda n: (
+                    int(_ENTRY.match(n).group(1))  # type: ignore[union-attr]
+                    if _ENTRY.match(n)
+                    else 0
+                ),
+            ):
                 m = _ENTRY.match(name)
                 if not m:
                     continue
@@ -346,15 +400,17 @@ class World:
                 else:
                     blocks = json.loads(data)
                     blocks = blocks.get("content", blocks) if isinstance(blocks, dict) else blocks
-                    uses = sum(1 for b in blocks if isinstance(b, dict)
-                               and b.get("type") == "tool_use")
+                    uses = sum(
+                        1 for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"
+                    )
                     entries.append(("model", uses))
                     executor_pending |= not committed
             facts = transcript_facts(entries, a, SCOPE.parents)
             tip = refs[AGENT_REF_PREFIX + aid]
 
-            def at_tip(kind: str, aid: str = aid, tip: str = tip,
-                       executor_pending: bool = executor_pending) -> bool:
+            def at_tip(
+                kind: str, aid: str = aid, tip: str = tip, executor_pending: bool = executor_pending
+            ) -> bool:
                 # An executor's entry that landed moves the tip in the model (it commits
                 # next); a result published for the tip is the returned mark in the model,
                 # which publishes and moves the mark in one step (R-DEP-8).
@@ -363,11 +419,18 @@ class World:
                     mark = mark or (aid, tip) in published
                 return mark and not executor_pending
 
-            views.append(AgentView(
-                True, tuple(sorted(pend)), *facts, tuple(sorted(uncommitted)),
-                at_tip(MarkKind.RETURNED.value),
-                at_tip(MarkKind.STOPPED.value) or at_tip(MarkKind.BUDGET_EXHAUSTED.value),
-                unstarted.count(aid), self._holders(inbox)))
+            views.append(
+                AgentView(
+                    True,
+                    tuple(sorted(pend)),
+                    *facts,
+                    tuple(sorted(uncommitted)),
+                    at_tip(MarkKind.RETURNED.value),
+                    at_tip(MarkKind.STOPPED.value) or at_tip(MarkKind.BUDGET_EXHAUSTED.value),
+                    unstarted.count(aid),
+                    self._holders(inbox),
+                )
+            )
         return tuple(views)
 
     def _published_results(self) -> set[tuple[str, str]]:
@@ -408,7 +471,10 @@ class World:
                     for f in act.fds:
                         with contextlib.suppress(OSError):
                             st = os.fstat(f)
-                            if (st.st_dev, st.st_ino) == (want.st_dev, want.st_ino):
+                            if (st.st_dev, st.st_ino) == (
+                                want.st_dev,
+                                want.st_ino,
+                            ) and _holds_flock(f):
                                 owners.add(act.key)
                 return frozenset(owners or {"?"})
             fcntl.flock(fd, fcntl.LOCK_UN)
@@ -421,25 +487,58 @@ class World:
         views = []
         for a, ag in enumerate(st.agents):
             if not ag.exists:
-                views.append(AgentView(False, (), NOBODY, False, False, False, False, "closed",
-                                       (), False, False, 0, frozenset()))
+                views.append(
+                    AgentView(
+                        False,
+                        (),
+                        NOBODY,
+                        False,
+                        False,
+                        False,
+                        False,
+                        "closed",
+                        (),
+                        False,
+                        False,
+                        0,
+                        frozenset(),
+                    )
+                )
                 continue
-            holders: set[object] = {ids[i] for i, p in enumerate(st.procs)
-                                    if (p.lease and p.agent == a) or p.probe_on == a}
+            holders: set[object] = {
+                ids[i]
+                for i, p in enumerate(st.procs)
+                if (p.lease and p.agent == a) or p.probe_on == a
+            }
             if ag.forked_holder:
                 holders.add("forked")
-            views.append(AgentView(
-                True, tuple(sorted((f.sender, f.kind) for f in ag.inbox)), ag.last_prompter,
-                ag.answered, ag.asked_since_answer, ag.owed_at_answer, ag.call_due,
-                ag.window.value, tuple(sorted((d.sender, d.kind) for d in ag.uncommitted)),
-                ag.returned_at_tip, ag.parked_at_tip, ag.pending_launches,
-                frozenset(holders)))
+            views.append(
+                AgentView(
+                    True,
+                    tuple(sorted((f.sender, f.kind) for f in ag.inbox)),
+                    ag.last_prompter,
+                    ag.answered,
+                    ag.asked_since_answer,
+                    ag.owed_at_answer,
+                    ag.call_due,
+                    ag.window.value,
+                    tuple(sorted((d.sender, d.kind) for d in ag.uncommitted)),
+                    ag.returned_at_tip,
+                    ag.parked_at_tip,
+                    ag.pending_launches,
+                    frozenset(holders),
+                )
+            )
         return tuple(views)
 
     # -------------------------------------------------------------- matching
 
-    def _check(self, cands: list[tuple[State, tuple[int, ...]]], what: str,
-               before: list[tuple[State, tuple[int, ...]]]) -> None:
+    def _check(
+        self,
+        cands: list[tuple[State, tuple[int, ...]]],
+        what: str,
+        before: list[tuple[State, tuple[int, ...]]],
+    ) -> None:
         real = self.real_view()
         keep: list[tuple[State, tuple[int, ...]]] = []
         for c in cands:
@@ -453,27 +552,45 @@ class World:
                 raise Divergence(f"{what}: the model state matched breaks {', '.join(bad)}")
         self.models = keep
 
-    def _report(self, what: str, real: View, before: list[tuple[State, tuple[int, ...]]],
-                cands: list[tuple[State, tuple[int, ...]]]) -> str:
+    def _report(
+        self,
+        what: str,
+        real: View,
+        before: list[tuple[State, tuple[int, ...]]],
+        cands: list[tuple[State, tuple[int, ...]]],
+    ) -> str:
         lines = [f"divergence at {what}", "real abstract state:"]
         lines += [f"  {M.name(a)}: {v}" for a, v in enumerate(real)]
         shown = cands or before
-        lines.append("model abstract state(s) " + (
-            "reachable with this label:" if cands
-            else "before the point (no step has its label):"))
+        lines.append(
+            "model abstract state(s) "
+            + (
+                "reachable with this label:"
+                if cands
+                else "before the point (no step has its label):"
+            )
+        )
         for st, ids in shown[:3]:
             for a, v in enumerate(self.model_view(st, ids)):
                 mark = "" if v == real[a] else "   <-- differs"
                 lines.append(f"  {M.name(a)}: {v}{mark}")
-            lines.append("  procs: " + ", ".join(f"{ids[i]}:{p.role.name}/{p.pc.value}"
-                                                  for i, p in enumerate(st.procs)))
+            lines.append(
+                "  procs: "
+                + ", ".join(f"{ids[i]}:{p.role.name}/{p.pc.value}" for i, p in enumerate(st.procs))
+            )
         lines.append("implementation points so far:")
         lines += [f"  {row}" for row in self.trace[-200:]]
         return "\n".join(lines)
 
-    def _proc_paths(self, st: State, ids: tuple[int, ...], key: int,
-                    allowed: frozenset[Action], final: frozenset[Action],
-                    stutter: bool) -> Iterator[tuple[State, tuple[int, ...]]]:
+    def _proc_paths(
+        self,
+        st: State,
+        ids: tuple[int, ...],
+        key: int,
+        allowed: frozenset[Action],
+        final: frozenset[Action],
+        stutter: bool,
+    ) -> Iterator[tuple[State, tuple[int, ...]]]:
         """Model states reachable by steps of actor ``key``'s model process only."""
         if stutter:
             yield st, ids
@@ -487,7 +604,7 @@ class World:
                 for step, s2 in M.PC[s.procs[i].pc](s, M.Profile(), SCOPE, i):
                     if step.action not in allowed:
                         continue
-                    d2 = d if len(s2.procs) == len(s.procs) else d[:i] + d[i + 1:]
+                    d2 = d if len(s2.procs) == len(s.procs) else d[:i] + d[i + 1 :]
                     if step.action in final:
                         yield s2, d2
                     nxt.append((s2, d2))
@@ -511,17 +628,21 @@ class World:
         """The actor returned (or raised): its model process must be finished, or finish
         now by an error exit when it raised (R-STEP-5)."""
         what = f"end of actor {act.key}" + (f" ({type(error).__name__}: {error})" if error else "")
-        self.trace.append(f"{act.key}:{act.kind}[{M.name(act.agent)}] END" +
-                          (f" {type(error).__name__}" if error else ""))
+        self.trace.append(
+            f"{act.key}:{act.kind}[{M.name(act.agent)}] END"
+            + (f" {type(error).__name__}" if error else "")
+        )
         cands: list[tuple[State, tuple[int, ...]]] = []
         for st, ids in self.models:
             if act.key not in ids:
                 cands.append((st, ids))
             elif error is not None:
                 allowed = frozenset({Action.DECLINE, Action.ERROR_EXIT})
-                cands += [(s, d) for s, d in self._proc_paths(st, ids, act.key, allowed,
-                                                                allowed, False)
-                          if act.key not in d]
+                cands += [
+                    (s, d)
+                    for s, d in self._proc_paths(st, ids, act.key, allowed, allowed, False)
+                    if act.key not in d
+                ]
         self._check(cands, what, self.models)
 
     # -------------------------------------------------------------- actors
@@ -573,7 +694,7 @@ class World:
             if act.key in ids:
                 i = ids.index(act.key)
                 for _, s2 in M.crash(st, M.Profile(), SCOPE, i):
-                    cands.append((s2, ids[:i] + ids[i + 1:]))
+                    cands.append((s2, ids[:i] + ids[i + 1 :]))
             else:
                 cands.append((st, ids))
         self._check(cands, f"crash of actor {act.key}", self.models)
@@ -581,8 +702,9 @@ class World:
     def operator_message(self, a: int) -> RealActor:
         aid = self.ids[a]
         assert aid is not None
-        gen = message_actor(self.ws, aid, f"hello {M.name(a)}", USER_SENDER, self.launcher,
-                            self.clock)
+        gen = message_actor(
+            self.ws, aid, f"hello {M.name(a)}", USER_SENDER, self.launcher, self.clock
+        )
         act = self._new_actor("writer", a, gen)
         self.trace.append(f"{act.key}:writer[{M.name(a)}] lernie message")
         cands = []
@@ -613,8 +735,7 @@ class World:
                 grew = len(s2.procs) > len(st.procs)
                 if grew == (point.name is Point.HOP_ACQUIRED):
                     cands.append((s2, (*ids, act.key) if grew else ids))
-        self._check(cands, f"{point.name}: launched driver {act.key} of {M.name(a)}",
-                    self.models)
+        self._check(cands, f"{point.name}: launched driver {act.key} of {M.name(a)}", self.models)
         if point.name is Point.HOP_BUSY:
             self.step(act)  # it returns at once
             return None
@@ -736,8 +857,9 @@ class RefinementMachine(RuleBasedStateMachine):
                     self.world.run_all()
                 left = self.world.stranded()
                 if left:
-                    raise Divergence("mail the model says must be delivered is stranded: "
-                                     + "; ".join(left))
+                    raise Divergence(
+                        "mail the model says must be delivered is stranded: " + "; ".join(left)
+                    )
         finally:
             for act in list(self.world.actors.values()):
                 _GRAVEYARD.append(act.gen)

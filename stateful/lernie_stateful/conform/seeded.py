@@ -11,6 +11,7 @@ sees only argv, exit codes, output and files, as with any other implementation.
 from __future__ import annotations
 
 import json
+import sys
 from importlib import resources
 from pathlib import Path
 
@@ -18,12 +19,44 @@ from lernie_stateful.conform.adapter import AdapterError
 
 SITE = '''\
 # A seeded-bug build: applies one catalogued bug at interpreter start.
-from lernie_stateful.seeded_bugs import BY_NAME
+from lernie_stateful.conform.seeded import apply_for_life
 
-# Held for the life of the interpreter: a collected patch would undo itself.
-APPLIED = BY_NAME[{name}].apply()
-APPLIED.__enter__()
+apply_for_life({name})
 '''
+
+_HELD: list[object] = []
+
+
+def _module_globals() -> dict[str, dict[str, object]]:
+    return {name: dict(vars(module)) for name, module in list(sys.modules.items())
+            if name == "lernie_ref" or name.startswith("lernie_ref.")}
+
+
+def apply_for_life(bug: str) -> None:
+    """Apply ``bug`` for the rest of this interpreter, as if it were written in the source.
+
+    The catalogue patches a function at one module's name. When that module is where the
+    function is defined, a module that imported it by name (``from m import f``) would
+    still call the original; a bug in the source reaches every importer, so the build
+    re-points those names too. A patch of a name a module imported from elsewhere stays
+    local to that module, as the catalogue means it.
+    """
+    from lernie_stateful.seeded_bugs import BY_NAME
+
+    before = _module_globals()
+    patch = BY_NAME[bug].apply()
+    patch.__enter__()
+    _HELD.append(patch)  # a collected patch would undo itself
+    after = _module_globals()
+    for module, names in before.items():
+        for name, old in names.items():
+            new = after.get(module, {}).get(name, old)
+            if new is old or getattr(old, "__module__", None) != module:
+                continue
+            for other, values in after.items():
+                for key, value in values.items():
+                    if value is old and other != module:
+                        setattr(sys.modules[other], key, new)
 
 
 def bug_names() -> list[str]:

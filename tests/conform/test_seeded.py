@@ -37,14 +37,21 @@ CAUGHT_BY: dict[str, tuple[str, ...]] = {
     "no-crash-settlement": ("a-crashed-tool-window-is-settled-before-the-next-delivery",),
     "release-without-reread": (
         "mail-that-lands-during-a-stopped-call-is-delivered-after-the-release",),
-    "drain-unlinks-before-commit": (),
-    "lock-leaked-at-release": (),
+    "drain-unlinks-before-commit": (),  # see INVISIBLE
+    "lock-leaked-at-release": (
+        "mail-that-lands-during-a-stopped-call-is-delivered-after-the-release",),
     "tool-step-closes-debt-window": ("a-reply-goes-to-its-last-prompter-once",),
-    "sweep-ignores-lock": (),
+    "sweep-ignores-lock": ("a-scan-leaves-a-busy-agent-alone",),
     "writer-never-probes": (),
     "stop-not-marked": ("a-stopped-child-parks-its-obituary-at-the-parent",),
     "budget-not-marked": (),
     "delivery-never-committed": (),
+}
+
+INVISIBLE = {
+    # Its outcome differs from the reference only when the driver dies between the deposit's
+    # unlink and the entry's write, a window no file marks: no race-free case can show it.
+    "drain-unlinks-before-commit",
 }
 
 CI_BUGS = ("no-release-rule", "no-crash-settlement", "no-stray-recovery")
@@ -105,6 +112,21 @@ def test_the_command_line_scores_a_seeded_build_below_the_reference() -> None:
     assert "2 files match, expected one" in str(card["areas"]["R-ADDR"]["first_failure"])
 
 
+def test_the_audit_flags_what_a_seeded_build_leaves(tmp_path: Path) -> None:
+    """A reply that answers no debt is in the history: `lernie-check audit` names it."""
+    case = "a-reply-goes-to-its-last-prompter-once"
+    card = conform(load(str(build("no-reply-debt", tmp_path / "build"))), only=case,
+                   keep=tmp_path / "keep")
+    [result] = card.results
+    assert result.status == "failed"
+    assert result.difference.startswith("audit: VIOLATION results (I-12, R-DEBT-4) ")
+    proc = subprocess.run([*CHECK, "audit", str(tmp_path / "keep" / case / "ws"), "--json"],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 1
+    report = json.loads(proc.stdout)
+    assert "answers no debt" in json.dumps(report)
+
+
 def test_an_unknown_seeded_bug_is_one_clear_error() -> None:
     proc = subprocess.run([*CHECK, "conform", "--impl", "lernie", "--seeded-bug", "nope"],
                           capture_output=True, text=True, check=False)
@@ -116,6 +138,9 @@ def test_an_unknown_seeded_bug_is_one_clear_error() -> None:
 @pytest.mark.parametrize("bug", bug_names())
 def test_every_seeded_build_scores_below_the_reference(bug: str, tmp_path: Path) -> None:
     card = conform(load(str(build(bug, tmp_path))))
+    if bug in INVISIBLE:
+        assert card.percent == 100.0, card.text()  # if it ever shows, list its cases
+        return
     assert card.percent < 100.0, card.text()
     assert set(CAUGHT_BY[bug]) <= failed_ids(card), card.text()
     assert int(str(card.areas()[rule_area(bug)]["failed"])) >= 1, card.text()

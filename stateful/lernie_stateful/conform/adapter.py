@@ -12,7 +12,7 @@ import re
 import sys
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from importlib import resources
 from pathlib import Path
 
@@ -39,6 +39,7 @@ class Adapter:
     model: Mapping[str, str]
     verbs: Mapping[str, Template]
     layout: Layout
+    plain_env: Mapping[str, str] = field(default_factory=dict)
 
     def has(self, verb: str) -> bool:
         return verb in self.verbs
@@ -66,9 +67,12 @@ class Adapter:
                 "kit_model": f"{sys.executable} -m lernie_stateful.conform.kit_model"}
 
     def env(self, extra: Mapping[str, str], inherited: Mapping[str, str]) -> dict[str, str]:
-        """The inherited environment minus the implementation's prefix, plus the model's and the
-        step's variables (names given without the prefix)."""
+        """The inherited environment minus the implementation's prefix, plus the adapter's
+        ``[env]`` variables as named, and the model's and the step's variables (names given
+        without the prefix)."""
         env = {k: v for k, v in inherited.items() if not k.startswith(self.env_prefix)}
+        for key, value in self.plain_env.items():
+            env[key] = fill(value, self.base_values())
         for key, value in {**self.model, **extra}.items():
             env[self.env_prefix + key] = fill(value, self.base_values())
         return env
@@ -140,6 +144,9 @@ def parse(data: Mapping[str, object], source: str) -> Adapter:
         raise AdapterError(f"adapter {source}: unknown layout names {', '.join(unknown)} "
                            f"(known: {', '.join(sorted(known))})")
     layout = Layout(**{str(k): str(v) for k, v in layout_raw.items()})
+    plain = data.get("env", {})
+    if not isinstance(plain, dict) or not all(isinstance(v, str) for v in plain.values()):
+        raise AdapterError(f"adapter {source}: [env] must map names to strings")
     prefix = data.get("env_prefix", "")
     program = data.get("program", "")
     if not isinstance(prefix, str) or not isinstance(program, str) or not program:
@@ -147,4 +154,5 @@ def parse(data: Mapping[str, object], source: str) -> Adapter:
                            "(program non-empty)")
     name = data.get("name", source)
     return Adapter(str(name), source, tuple(command), program, prefix,
-                   {str(k): str(v) for k, v in model.items()}, verbs, layout)
+                   {str(k): str(v) for k, v in model.items()}, verbs, layout,
+                   {str(k): str(v) for k, v in plain.items()})

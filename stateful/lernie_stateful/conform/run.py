@@ -4,12 +4,14 @@ implementation's command line and print a scorecard per SPEC rule area.
 Theory of operation. A scenario file (``scenarios/*.toml``, language-neutral data)
 holds cases; each case cites the rule ids it checks and is a list of steps: run a
 verb through the adapter's argv template as a subprocess (expected exit code,
-stdout and stderr, exact or as a regular expression), write a file by hand, or
-wait for quiescence. After the last step the kit waits for quiescence (no flock
-held on any inbox, no process naming the workspace; a timeout is itself a
-failure), compares files, directories, refs and commit subjects, and finally
-runs the workspace audit (:mod:`lernie_stateful.audit`) on what is left. A case
-needing a verb the adapter does not give is *not applicable*.
+stdout and stderr, exact or as a regular expression; ``parallel = N`` starts N
+copies at once, for writers that race), write a file by hand, wait for a file to
+appear (a point inside a run), or wait for quiescence. After the last step the
+kit waits for quiescence (no flock held on any inbox, no process naming the
+workspace; a timeout is itself a failure), compares files, directories, file
+counts, refs and commit subjects, and finally runs the workspace audit
+(:mod:`lernie_stateful.audit`) on what is left. A case needing a verb the
+adapter does not give is *not applicable*.
 
 The scorecard groups cases by rule area (``R-DEP-5`` counts for ``R-DEP``; every
 invariant for ``I``): passed / failed / not applicable, with the first failing
@@ -222,6 +224,8 @@ class CaseRunner:
         for step in _tables(case.get("step")):
             if step.get("wait"):
                 wait_quiescent(self.ws, self.adapter)
+            elif "wait_for" in step:
+                self.wait_for(self.text(step["wait_for"]))
             elif "write" in step:
                 spec = step["write"]
                 assert isinstance(spec, dict)
@@ -243,6 +247,16 @@ class CaseRunner:
             if bad:
                 raise Failed(f"audit: {bad[0].line()}")
 
+    def wait_for(self, rel: str, timeout: float = QUIESCENCE_TIMEOUT) -> None:
+        """Poll until ``rel`` (a glob allowed in its last part) names a file in the workspace:
+        a point inside a run that the implementation shows on disk."""
+        path = self.ws / rel
+        deadline = time.monotonic() + timeout
+        while not any(True for _ in path.parent.glob(path.name)):
+            if time.monotonic() > deadline:
+                raise Failed(f"{rel} did not appear within {timeout:.0f}s")
+            time.sleep(0.05)
+
     def verb(self, step: Mapping[str, object]) -> None:
         verb = str(step["verb"])
         args = step.get("args", {})
@@ -252,6 +266,16 @@ class CaseRunner:
         env_extra = step.get("env", {})
         assert isinstance(env_extra, dict)
         env = self.adapter.env({str(k): self.text(v) for k, v in env_extra.items()}, os.environ)
+        copies = int(str(step.get("parallel", 1)))
+        if copies > 1:
+            procs = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      env=env, stdin=subprocess.DEVNULL)
+                     for _ in range(copies)]
+            for p in procs:
+                out_b, err_b = p.communicate(timeout=STEP_TIMEOUT)
+                self.check(step, argv, subprocess.CompletedProcess(argv, p.returncode,
+                                                                   out_b, err_b))
+            return
         deadline = time.monotonic() + QUIESCENCE_TIMEOUT
         while True:
             proc = subprocess.run(argv, capture_output=True, env=env, timeout=STEP_TIMEOUT,
@@ -261,6 +285,10 @@ class CaseRunner:
             if time.monotonic() > deadline:
                 raise Failed(f"`{verb}` kept printing {proc.stderr.decode(errors='replace')!r}")
             time.sleep(0.05)
+        self.check(step, argv, proc)
+
+    def check(self, step: Mapping[str, object], argv: Sequence[str],
+              proc: subprocess.CompletedProcess[bytes]) -> None:
         out = proc.stdout.decode("utf-8", "replace")
         err = proc.stderr.decode("utf-8", "replace")
         words = [a.replace(str(self.ws), "<ws>") for a in argv[len(self.adapter.command):]]
@@ -303,6 +331,13 @@ class CaseRunner:
             if not self.pattern(want).fullmatch(got):
                 raise Failed(f"{self.text(p)} holds {got!r}, which does not match "
                              f"{self.text(want)!r}")
+        counts = expect.get("counts", {})
+        assert isinstance(counts, dict)
+        for p, want in counts.items():
+            path = self.ws / self.text(p)
+            found = len(list(path.parent.glob(path.name)))
+            if found != int(want):
+                raise Failed(f"{self.text(p)}: {found} files, expected {want}")
         for ref in _strs(expect.get("refs")):
             if not self.git("rev-parse", "--verify", "--quiet", self.text(ref)):
                 raise Failed(f"ref {self.text(ref)} missing")
@@ -408,13 +443,24 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--scenarios", type=Path, help="a directory of scenario files to run "
                         "instead of the installed ones")
     parser.add_argument("-k", dest="only", help="run only cases whose id contains this text")
+    parser.add_argument("--seeded-bug", metavar="NAME",
+                        help="with --impl lernie: score the reference with one seeded bug of "
+                        "`lernie-check bugs` applied in every process it starts")
     parser.add_argument("--keep", type=Path, help="leave each case's workspace under this "
                         "directory (for reading a failure)")
     args = parser.parse_args(argv)
     try:
-        adapter = load(args.impl)
-        files = scenario_files(args.scenarios) if args.scenarios else None
-        card = conform(adapter, files, args.only, args.keep)
+        with tempfile.TemporaryDirectory(prefix="lernie-seeded-") as build_dir:
+            if args.seeded_bug:
+                if args.impl != "lernie":
+                    raise AdapterError("--seeded-bug patches the reference: use --impl lernie")
+                from lernie_stateful.conform.seeded import build
+
+                adapter = load(str(build(args.seeded_bug, Path(build_dir))))
+            else:
+                adapter = load(args.impl)
+            files = scenario_files(args.scenarios) if args.scenarios else None
+            card = conform(adapter, files, args.only, args.keep)
     except (AdapterError, tomllib.TOMLDecodeError, OSError) as exc:
         print(f"lernie-check conform: {exc}", file=sys.stderr)
         return 1

@@ -20,6 +20,7 @@ import lernie_ref.actors.hop as hop
 import lernie_ref.actors.release as release
 import lernie_ref.actors.sweep as sweep_module
 import lernie_ref.actors.writer as writer
+import lernie_ref.core.debt as debt
 import lernie_ref.reply as reply
 import lernie_ref.reply_debt as reply_debt
 import lernie_ref.substrate.guarded as guarded
@@ -149,7 +150,7 @@ BUGS: tuple[Bug, ...] = (
     Bug("no-release-rule", "a release never completes a writer's launch (R-REL-1)",
         "bl-9c8f-no-release-rule", lambda: _patched(release, "owed_launch", lambda *a: False)),
     Bug("no-reply-debt", "every final response owes a reply (R-DEBT-4)",
-        "bl-82d8-no-reply-debt", lambda: _patched(reply, "owes_a_reply", lambda *a: True)),
+        "bl-82d8-no-reply-debt", lambda: _patched(debt, "owes_a_reply", lambda *a: True)),
     Bug("reply-to-parent", "a reply goes to the parent, not the last prompter (R-ADDR-3)",
         "bl-a96a-reply-to-parent", _reply_to_parent),
     Bug("no-recipient-revival", "the exit protocol never probes the recipient (R-TERM-2 (4))",

@@ -107,7 +107,7 @@ def _tool_closes_window() -> contextlib.AbstractContextManager[None]:
     def terminal(entry: Any) -> bool:
         return not entry.delivered and entry.origin != TOOL_ORIGIN
 
-    return _patched(reply_debt, "is_terminal_response", terminal)
+    return _patched(debt, "is_terminal_response", terminal)
 
 
 def _sweep_ignores_lock() -> contextlib.AbstractContextManager[None]:

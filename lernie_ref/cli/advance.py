@@ -80,7 +80,8 @@ def run(ns: argparse.Namespace) -> str | None:
         )
         result = run_actor(hop_actor(ws, agent, os.environ, deps))
     except OSError as exc:
-        raise LernieError(f"i/o writing conversation artifact: {io_text(exc)}") from None
+        where = f"{exc.filename}: " if exc.filename else ""
+        raise LernieError(f"i/o writing conversation artifact: {where}{io_text(exc)}") from None
     if result.outcome is not Outcome.TOOLS_RAN or result.lock is None:
         return None
     lock = result.lock

@@ -52,6 +52,12 @@ def _link_refused(shown: str) -> ContainmentError:
     )
 
 
+def _named(exc: OSError, path: str) -> OSError:
+    """``exc`` again, its filename the full path (a bare name under a held descriptor names
+    nothing a reader can find), so a caller's one line can say which path failed."""
+    return type(exc)(exc.errno, exc.strerror, path)
+
+
 def _check_name(name: str) -> None:
     if not name or name in (".", "..") or "/" in name or "\0" in name:
         raise ContainmentError(f"{name!r} is not one path component; refused (R-WS-7)")
@@ -105,7 +111,7 @@ class Dir:
                     raise FileExistsError(
                         errno.EEXIST, os.strerror(errno.EEXIST), self.show(name)
                     ) from None
-                raise
+                raise _named(exc, self.show(name)) from None
             try:
                 os.mkdir(name, dir_fd=self.fd)
             except FileExistsError:
@@ -126,7 +132,7 @@ class Dir:
         except OSError as exc:
             if exc.errno == errno.ELOOP and _is_link(self.fd, name):
                 raise _link_refused(self.show(name)) from None
-            raise  # e.g. ``Is a directory``: the caller reports it with the path
+            raise _named(exc, self.show(name)) from None  # the caller reports it with the path
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise ContainmentError(f"{self.show(name)} is not a regular file; refused (R-WS-7)")

@@ -32,6 +32,7 @@ import fcntl
 import json
 import os
 import re
+import struct
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -249,6 +250,62 @@ def transcript_facts(entries: Sequence[tuple[str, object]], me: int,
     return last, answered, asked, owed, due, window
 
 
+def read_refs(git_dir: Path, prefixes: Sequence[str]) -> dict[str, str]:
+    """Refs under ``prefixes`` read from the repository's files (loose refs override
+    ``packed-refs``), as git itself resolves them; no git process is run."""
+    refs: dict[str, str] = {}
+    packed = git_dir / "packed-refs"
+    if packed.is_file():
+        for line in packed.read_text().splitlines():
+            if line[:1] in ("#", "^") or " " not in line:
+                continue
+            sha, _, name = line.partition(" ")
+            if name.startswith(tuple(prefixes)):
+                refs[name] = sha
+    for prefix in prefixes:
+        top = git_dir / prefix.rstrip("/")
+        for dirpath, _dirs, files in os.walk(top):
+            for f in files:
+                if f.endswith(".lock"):
+                    continue
+                path = Path(dirpath) / f
+                with contextlib.suppress(FileNotFoundError):
+                    sha = path.read_text().strip()
+                    if sha and not sha.startswith("ref:"):
+                        refs[path.relative_to(git_dir).as_posix()] = sha
+    return refs
+
+
+def tracked_paths(worktree: Path) -> set[str]:
+    """The paths in a worktree's git index, parsed from the index file (format 2/3);
+    what `git ls-files` lists, without running git."""
+    dotgit = worktree / ".git"
+    gitdir = (Path(dotgit.read_text().split("gitdir:", 1)[1].strip()) if dotgit.is_file()
+              else dotgit)
+    try:
+        data = (gitdir / "index").read_bytes()
+    except FileNotFoundError:
+        return set()
+    if data[:4] != b"DIRC":
+        raise Divergence(f"unreadable git index in {worktree}")
+    version, count = struct.unpack(">II", data[4:12])
+    if version not in (2, 3):
+        raise Divergence(f"git index version {version} is not read by the abstraction")
+    out: set[str] = set()
+    pos = 12
+    for _ in range(count):
+        start = pos
+        flags = struct.unpack(">H", data[pos + 60:pos + 62])[0]
+        pos += 62
+        if version == 3 and flags & 0x4000:
+            pos += 2
+        end = data.index(b"\0", pos)
+        out.add(data[pos:end].decode("utf-8", "surrogateescape"))
+        pos = end + 1
+        pos += (-(pos - start)) % 8  # NUL padding to a multiple of eight
+    return out
+
+
 class World:
     """One real workspace, its actors, and the set of model states consistent with it."""
 
@@ -281,10 +338,11 @@ class World:
             return self.ids.index(agent_id)
         return NOBODY
 
-    def _adopt_new_agents(self) -> None:
+    def _adopt_new_agents(self, refs: dict[str, str]) -> None:
         """Give each agent a dispatch created its model index (the parent's first free child)."""
         known = set(i for i in self.ids if i)
-        for aid in self.ws.agent_ids():
+        for aid in sorted(r[len(AGENT_REF_PREFIX):] for r in refs
+                          if r.startswith(AGENT_REF_PREFIX)):
             if aid in known:
                 continue
             parent = next((i for i in self.ids if i and aid.startswith(i + "-")), None)
@@ -299,13 +357,8 @@ class World:
 
     def real_view(self) -> View:
         ws = self.ws
-        self._adopt_new_agents()
-        refs: dict[str, str] = {}
-        out = ws.git.run(ws.repo_git, ["for-each-ref", "--format=%(refname) %(objectname)",
-                                       AGENT_REF_PREFIX, MARK_REF_PREFIX]).stdout
-        for line in out.splitlines():
-            name, _, sha = line.partition(" ")
-            refs[name] = sha
+        refs = read_refs(ws.repo_git, (AGENT_REF_PREFIX, MARK_REF_PREFIX))
+        self._adopt_new_agents(refs)
         unstarted = [a for _, a in self.launcher.launches[self.started:]]
         published = self._published_results()
         views = []
@@ -324,7 +377,7 @@ class World:
                         pend.append((self.index(m.group(1)), _kind_of(text)))
             wt = ws.worktree(aid)
             files = sorted(os.listdir(wt / MESSAGES_DIR)) if (wt / MESSAGES_DIR).is_dir() else []
-            tracked = set(ws.git.run(wt, ["ls-files", "--", MESSAGES_DIR]).stdout.split())
+            tracked = tracked_paths(wt)
             entries: list[tuple[str, object]] = []
             uncommitted: list[tuple[int, str]] = []
             executor_pending = False

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import random
 import statistics
 import sys
@@ -19,6 +20,7 @@ import time
 from collections.abc import Iterator
 from typing import NamedTuple
 
+import hypothesis
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
@@ -75,11 +77,13 @@ def run(examples: int, seed: int, steps: int, bug: Bug | None = None,
                       database=None, phases=phases, report_multiple_bugs=False,
                       suppress_health_check=list(HealthCheck), print_blob=False)
     random.seed(seed)
+    machine = hypothesis.seed(seed)(Machine)  # the same seed, the same programs
     patch = bug.apply() if bug is not None else contextlib.nullcontext()
     failed, message, program = False, "", []
-    with patch, _shrink_budget(shrink):
+    # the drivers' operator notices (stderr) are the driver log's, not the checker's output
+    with patch, _shrink_budget(shrink), contextlib.redirect_stderr(io.StringIO()):
         try:
-            run_state_machine_as_test(Machine, settings=config)
+            run_state_machine_as_test(machine, settings=config)
         except BaseException as exc:  # the machine's verdict, shown below
             if isinstance(exc, KeyboardInterrupt):
                 raise

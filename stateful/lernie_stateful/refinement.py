@@ -27,6 +27,7 @@ the kernel would close them; temp files, renamed entries and half-made commits s
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import fcntl
 import json
@@ -47,11 +48,11 @@ from lernie_spec.properties import state_violations
 
 from lernie_ref.actors.hop import HopDeps, HopResult, Outcome, hop_actor
 from lernie_ref.actors.sweep import scan_actor
-from lernie_ref.actors.writer import message_actor
+from lernie_ref.actors.writer import message_actor, prompt_actor
 from lernie_ref.adapters import ModelReply, ModelRequest
 from lernie_ref.core.actor import Actor, Passed
 from lernie_ref.core.clock import FixedClock
-from lernie_ref.core.entry import Block, text_block, tool_use_block
+from lernie_ref.core.entry import text_block, tool_use_block
 from lernie_ref.core.vocab import (
     AGENT_REF_PREFIX,
     INBOX_DIR,
@@ -130,6 +131,14 @@ abandoned actor must never be finalised (that would run its ``finally`` clauses,
 on descriptors the crash closed and the kernel may since have handed out again)."""
 
 
+def _bury(obj: object) -> None:
+    """Keep ``obj`` alive for good: referenced here, and one reference the interpreter
+    never gives back, so not even its shutdown finalises it (a SIGKILLed process runs
+    no ``finally`` at exit either)."""
+    _GRAVEYARD.append(obj)
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
+
+
 class Divergence(AssertionError):
     """The implementation did something no model step explains."""
 
@@ -144,6 +153,7 @@ class RealActor:
     done: bool = False
     stop: bool = False
     points: list[Passed] = field(default_factory=list)
+    merging: frozenset[str] = frozenset()  # points matched together with the next ones
 
 
 def _open_fds() -> set[int]:
@@ -159,25 +169,35 @@ def _open_fds() -> set[int]:
 
 
 class ChoiceModel:
-    """A model adapter whose replies the machine chooses (queued per agent)."""
+    """A model adapter whose replies the machine chooses, queued per model slot (so a
+    program can script a child before the dispatch that creates it). A scripted
+    message names a slot and is addressed when the reply is given; a message to a
+    slot with no agent yet, and a dispatch with no room in the world, become a no-op
+    tool call (the reply the real model gave)."""
 
     model_id = "choice"
 
     def __init__(self) -> None:
-        self.queue: dict[str, list[list[Block]]] = {}
+        self.queue: dict[int, list[tuple[str, int, str]]] = {}
         self.calls = 0
+        self.slot_of: Callable[[str], int] = lambda agent_id: NOBODY
+        self.id_of: Callable[[int], str | None] = lambda slot: None
         self.may_dispatch: Callable[[str], bool] = lambda agent_id: True
 
     def call(self, request: ModelRequest, should_stop: Callable[[], bool]) -> ModelReply:
         self.calls += 1
-        q = self.queue.get(request.agent_id) or []
-        if q:
-            blocks = q.pop(0)
-            if any(b.get("name") == "dispatch" for b in blocks) and not self.may_dispatch(
-                    request.agent_id):  # the world has no room for another child: a no-op
-                blocks = [tool_use_block(str(blocks[0]["id"]), "look", {})]
-            return ModelReply(blocks)
-        return ModelReply([text_block("done")])
+        q = self.queue.get(self.slot_of(request.agent_id)) or []
+        if not q:
+            return ModelReply([text_block("done")])
+        kind, target, call = q.pop(0)
+        if kind == "final":
+            return ModelReply([text_block("done")])
+        to = self.id_of(target) if kind == "message" else None
+        if kind == "message" and to is not None:
+            return ModelReply([tool_use_block(call, "message", {"agent": to, "content": "hi"})])
+        if kind == "dispatch" and self.may_dispatch(request.agent_id):
+            return ModelReply([tool_use_block(call, "dispatch", {"goal": "work"})])
+        return ModelReply([tool_use_block(call, "look", {})])
 
 
 class Ticking(FixedClock):
@@ -306,6 +326,14 @@ def tracked_paths(worktree: Path) -> set[str]:
     return out
 
 
+def revival_due(st: State, a: int) -> bool:
+    """R-SCAN-10 on the model state: died mid-work (R-SCAN-4) with work due."""
+    ag = st.agents[a]
+    if not ag.exists or M.locked(st, a) or ag.inbox or ag.parked_at_tip:
+        return False
+    return ag.window is M.Window.OPEN or (ag.call_due and ag.window is M.Window.CLOSED)
+
+
 class World:
     """One real workspace, its actors, and the set of model states consistent with it."""
 
@@ -316,9 +344,8 @@ class World:
         self.model = ChoiceModel()
         self.config = Config(step_budget=STEP_BUDGET)
         self.ids: list[str | None] = [None] * len(SCOPE.parents)
-        root_id = self.ws.mint_root(self.clock)
-        self.ws.create_root_agent(root_id, "p", "goal")
-        self.ids[0] = root_id
+        self.model.slot_of = self.index
+        self.model.id_of = lambda slot: self.ids[slot]
         self.model.may_dispatch = lambda aid: any(
             par == self.index(aid) and self.ids[c] is None for c, par in enumerate(SCOPE.parents))
         self.actors: dict[int, RealActor] = {}
@@ -328,6 +355,7 @@ class World:
         self.models: list[tuple[State, tuple[int, ...]]] = [(M.initial(SCOPE), ())]
         self.trace: list[str] = []  # the implementation's points, swimlane rows
         self.replies = 0
+        self.revivals: dict[int, tuple[str, int]] = {}  # agent -> (tip, revivals seen there)
 
     # -------------------------------------------------------------- ids
 
@@ -364,7 +392,11 @@ class World:
         views = []
         for a, aid in enumerate(self.ids):
             if aid is None or AGENT_REF_PREFIX + aid not in refs:
-                views.append(AgentView(False, (), NOBODY, False, False, False, False, "closed",
+                # A root the model has from the start is, before `lernie prompt` creates
+                # it, an idle agent with an empty transcript (R-PROBE-5: the model's
+                # prompt is a message to a root that already exists).
+                root = SCOPE.parents[a] == NOBODY and SCOPE.initial[a]
+                views.append(AgentView(root, (), NOBODY, False, False, False, False, "closed",
                                        (), False, False, 0, frozenset()))
                 continue
             inbox = ws.root / INBOX_DIR / aid
@@ -550,11 +582,24 @@ class World:
         name = p.name
         self.trace.append(f"{act.key}:{act.kind}[{M.name(act.agent)}] {name} {p.detail}")
         what = f"{name} by actor {act.key} ({act.kind} of {M.name(act.agent)})"
-        fin = ends(name)
-        folded = FOLDED.get(name, frozenset())
-        stutter = name in INTERNAL
         if name in UNCHECKED:
             return
+        if act.merging or (act.stop and name == Point.TRANSCRIPT_RENAMED):
+            # A stopped executor's tool result: the model lands it, sets the stopped mark
+            # and turns to its obituary in one step (R-STOP-6, `_terminate`); the real
+            # actor commits, then marks. The machine runs the actor on to its mark (or
+            # its next entry, or its end) and matches the points as one model step.
+            act.merging = act.merging | {name}
+            if name not in (Point.TERMINAL_STOPPED_MARKED, Point.TRANSCRIPT_RENAMED) or \
+                    act.merging == {Point.TRANSCRIPT_RENAMED}:
+                return
+            names = act.merging
+            act.merging = frozenset()
+        else:
+            names = frozenset({name})
+        fin = frozenset().union(*(ends(n) for n in names))
+        folded = frozenset().union(*(FOLDED.get(n, frozenset()) for n in names))
+        stutter = all(n in INTERNAL for n in names)
         cands: list[tuple[State, tuple[int, ...]]] = []
         for st, ids in self.models:
             cands += self._proc_paths(st, ids, act.key, fin | folded, fin | folded, stutter)
@@ -583,7 +628,7 @@ class World:
         act = RealActor(self.next_key, kind, agent, gen)
         self.next_key += 1
         self.actors[act.key] = act
-        _GRAVEYARD.append(gen)  # never finalised, whatever happens to the run
+        _bury(gen)  # never finalised, whatever happens to the run
         return act
 
     def step(self, act: RealActor) -> Passed | None:
@@ -606,7 +651,7 @@ class World:
             return None
         act.points.append(point)
         self.after_point(act, point)
-        if point.name in UNCHECKED:
+        if point.name in UNCHECKED or act.merging:
             return self.step(act)  # no other actor observes the point in between
         return point
 
@@ -619,7 +664,7 @@ class World:
         act.done = True
         del self.actors[act.key]
         self.graveyard.append(act)
-        _GRAVEYARD.append(act.gen)
+        _bury(act.gen)
         self.trace.append(f"{act.key}:{act.kind}[{M.name(act.agent)}] CRASH")
         cands: list[tuple[State, tuple[int, ...]]] = []
         for st, ids in self.models:
@@ -632,18 +677,26 @@ class World:
         self._check(cands, f"crash of actor {act.key}", self.models)
 
     def operator_message(self, a: int) -> RealActor:
+        """`lernie message` to an existing agent; `lernie prompt` (R-PROBE-5) when the
+        agent is the root and does not exist yet: the writer creates it first."""
         aid = self.ids[a]
-        assert aid is not None
-        gen = message_actor(self.ws, aid, f"hello {M.name(a)}", USER_SENDER, self.launcher,
-                            self.clock)
+        if aid is None:
+            assert SCOPE.parents[a] == NOBODY
+            gen: Actor[object] = prompt_actor(self.ws, f"hello {M.name(a)}", "p",
+                                              self.launcher, self.clock)
+            verb = "lernie prompt"
+        else:
+            gen = message_actor(self.ws, aid, f"hello {M.name(a)}", USER_SENDER,
+                                self.launcher, self.clock)
+            verb = "lernie message"
         act = self._new_actor("writer", a, gen)
-        self.trace.append(f"{act.key}:writer[{M.name(a)}] lernie message")
+        self.trace.append(f"{act.key}:writer[{M.name(a)}] {verb}")
         cands = []
         for st, ids in self.models:
             for step, s2 in M.ext_message(st, M.Profile(), SCOPE):
                 if step.text == f"user: lernie message {M.name(a)}":
                     cands.append((s2, (*ids, act.key)))
-        self._check(cands, f"lernie message {M.name(a)}", self.models)
+        self._check(cands, f"{verb} {M.name(a)}", self.models)
         return act
 
     def start_launch(self, n: int) -> RealActor | None:
@@ -688,19 +741,39 @@ class World:
         return result
 
     def scan(self) -> None:
-        """`lernie scan`, run straight through (one atomic input; the model's sweep is)."""
+        """`lernie scan`, run straight through (one atomic input; the model's sweep is).
+
+        The model has no revival (R-SCAN-10, D-24): the machine adds it here, predicted
+        from the model state alone. After the model's sweep and flush, every agent that
+        (before the sweep) was not driven, had no pending deposit, no stopped or budget
+        mark at its tip, and had work due (a model call due with every tool call
+        answered, or a trailing open tool window) gets one more pending launch; unless
+        the crash-loop guard gave up on it, which the machine predicts from its own
+        count of the revivals it saw at the same branch tip (3 at most)."""
         from lernie_ref.core.actor import run
 
         self.trace.append("scan: lernie scan")
+        tips = read_refs(self.ws.repo_git, (AGENT_REF_PREFIX,))
+        tip_of = [tips.get(AGENT_REF_PREFIX + aid, "") if aid else "" for aid in self.ids]
+        given_up = {a for a, (tip, n) in self.revivals.items() if tip == tip_of[a] and n >= 3}
         run(scan_actor(self.ws, self.launcher, self.clock))
         cands = []
+        revived: dict[tuple[State, tuple[int, ...]], frozenset[int]] = {}
         for st, ids in self.models:
+            due = frozenset(a for a in range(len(st.agents))
+                            if revival_due(st, a) and a not in given_up)
             for _, s1 in M.ext_scan(st, M.Profile(), SCOPE):
                 j = len(s1.procs) - 1
                 for _, s2 in M.sweep(s1, M.Profile(), SCOPE, j):
                     for _, s3 in M.flush(s2, M.Profile(), SCOPE, j):
+                        for a in sorted(due):
+                            s3 = s3._replace(agents=M._launch(s3, SCOPE, a))
                         cands.append((s3, ids))
+                        revived[(s3, ids)] = due
         self._check(cands, "lernie scan", self.models)
+        for a in set().union(*(revived.get(c, frozenset()) for c in self.models)):
+            tip, n = self.revivals.get(a, ("", 0))
+            self.revivals[a] = (tip_of[a], n + 1 if tip == tip_of[a] else 1)
 
     def stoppable(self) -> list[int]:
         out = set()
@@ -728,34 +801,25 @@ class World:
         self._check(cands, f"lernie stop {M.name(a)}", self.models)
 
     def script(self, a: int, kind: str, target: int = NOBODY) -> None:
-        """Queue the next reply the model adapter gives agent ``a``."""
-        aid = self.ids[a]
-        assert aid is not None
+        """Queue the next reply the model adapter gives the agent in slot ``a``."""
         self.replies += 1
-        call = f"t{self.replies}"
-        if kind == "final":
-            blocks: list[Block] = [text_block("done")]
-        elif kind == "noop":
-            blocks = [tool_use_block(call, "look", {})]
-        elif kind == "message":
-            to = self.ids[target]
-            assert to is not None
-            blocks = [tool_use_block(call, "message", {"agent": to, "content": "hi"})]
-        else:
-            blocks = [tool_use_block(call, "dispatch", {"goal": "work"})]
-        self.model.queue.setdefault(aid, []).append(blocks)
+        self.model.queue.setdefault(a, []).append((kind, target, f"t{self.replies}"))
 
     # -------------------------------------------------------------- liveness
 
     def run_all(self, max_steps: int = 2000) -> None:
-        """Bounded liveness: run every live actor and every launch to completion."""
+        """Bounded liveness: run every live actor and every launch to completion, one
+        point each in turn (round robin, so the actors left running still race)."""
         steps = 0
+        turn = 0
         while self.actors or self.started < len(self.launcher.launches):
             steps += 1
             if steps > max_steps:
                 raise Divergence("no quiescence within the step bound (endless exchange?)")
             if self.actors:
-                self.step(self.actors[min(self.actors)])
+                keys = sorted(self.actors)
+                turn = next((k for k in keys if k > turn), keys[0])
+                self.step(self.actors[turn])
             else:
                 self.start_launch(0)
 
@@ -793,7 +857,7 @@ class RefinementMachine(RuleBasedStateMachine):
                                      + "; ".join(left))
         finally:
             for act in list(self.world.actors.values()):
-                _GRAVEYARD.append(act.gen)
+                _bury(act.gen)
                 for fd in act.fds:
                     with contextlib.suppress(OSError):
                         os.close(fd)
@@ -802,10 +866,16 @@ class RefinementMachine(RuleBasedStateMachine):
     def _existing(self) -> list[int]:
         return [a for a, aid in enumerate(self.world.ids) if aid is not None]
 
+    @precondition(lambda self: bool(self._existing()))
     @rule(data=hst.data())
     def operator_messages(self, data: hst.DataObject) -> None:
         a = data.draw(hst.sampled_from(self._existing()), label="agent")
         self.world.operator_message(a)
+
+    @precondition(lambda self: self.world.ids[0] is None and not self.world.actors)
+    @rule()
+    def operator_prompts(self) -> None:
+        self.world.operator_message(0)
 
     @precondition(lambda self: self.world.started < len(self.world.launcher.launches))
     @rule(data=hst.data())
@@ -817,8 +887,14 @@ class RefinementMachine(RuleBasedStateMachine):
     @precondition(lambda self: bool(self.world.actors))
     @rule(data=hst.data())
     def step(self, data: hst.DataObject) -> None:
+        """One actor passes its next ``points`` protocol points (or ends)."""
         actor = data.draw(hst.sampled_from(sorted(self.world.actors)), label="actor")
-        self.world.step(self.world.actors[actor])
+        points = data.draw(hst.integers(1, 12), label="points")
+        for _ in range(points):
+            act = self.world.actors.get(actor)
+            if act is None:
+                break
+            self.world.step(act)
 
     @precondition(lambda self: bool(self.world.actors))
     @rule(data=hst.data())
@@ -838,14 +914,13 @@ class RefinementMachine(RuleBasedStateMachine):
 
     @rule(data=hst.data())
     def model_replies(self, data: hst.DataObject) -> None:
-        w = self.world
-        a = data.draw(hst.sampled_from(self._existing()), label="agent")
-        kinds = ["final", "noop"]
-        others = [t for t in self._existing() if t != a]
-        if others:
-            kinds.append("message")
-        if any(par == a and w.ids[c] is None for c, par in enumerate(SCOPE.parents)):
-            kinds.append("dispatch")
-        kind = data.draw(hst.sampled_from(kinds), label="script")
-        target = data.draw(hst.sampled_from(others), label="to") if kind == "message" else NOBODY
-        w.script(a, kind, target)
+        """Script the next replies of the agent in one slot (existing or not yet):
+        a final answer, a no-op tool, a message to another slot, a dispatch."""
+        slots = range(len(SCOPE.parents))
+        a = data.draw(hst.sampled_from(slots), label="agent")
+        script = data.draw(hst.lists(hst.sampled_from(["dispatch", "message", "noop", "final"]),
+                                     min_size=1, max_size=3), label="script")
+        for kind in script:
+            target = (data.draw(hst.sampled_from([t for t in slots if t != a]), label="to")
+                      if kind == "message" else NOBODY)
+            self.world.script(a, kind, target)

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from hypothesis import strategies as hst
-from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 from lernie_spec import model as M
 from lernie_spec.model import NOBODY, USER, Action, Scope, State
 from lernie_spec.properties import state_violations
@@ -872,10 +872,19 @@ class RefinementMachine(RuleBasedStateMachine):
         a = data.draw(hst.sampled_from(self._existing()), label="agent")
         self.world.operator_message(a)
 
-    @precondition(lambda self: self.world.ids[0] is None and not self.world.actors)
-    @rule()
+    @initialize()
     def operator_prompts(self) -> None:
+        """Every run begins with `lernie prompt` (the model's root exists from the start:
+        before the prompt creates it, it abstracts to an idle root)."""
         self.world.operator_message(0)
+
+    @precondition(lambda self: bool(self.world.actors)
+                  or self.world.started < len(self.world.launcher.launches))
+    @rule()
+    def settle(self) -> None:
+        """Every live actor and pending launch runs to its end, in turns (a quiet spell
+        between phases of a program)."""
+        self.world.run_all()
 
     @precondition(lambda self: self.world.started < len(self.world.launcher.launches))
     @rule(data=hst.data())

@@ -830,10 +830,30 @@ class World:
             for sender, kind in v.inbox:
                 if kind not in M.PARKED:
                     out.append(f"{M.name(a)} holds mail from {M.name(sender)} ({kind})")
+            if self.graveyard and v.exists and not v.parked_at_tip and (
+                    v.window == "open" or (v.call_due and v.window == "closed")):
+                # after a crash and the scan that followed it: work due with nobody on
+                # it (R-SCAN-10 revives it, the revived hop does it)
+                out.append(f"{M.name(a)} has work due and no driver")
         return out
 
 
 # ------------------------------------------------------------ the machine
+
+CRASH_WINDOWS: tuple[str, ...] = (
+    Point.DRAIN_RENAMED,  # a delivered entry renamed, not committed (R-DRAIN-2)
+    Point.TRANSCRIPT_RENAMED,  # an executor's entry renamed, not committed (R-TR-3)
+    Point.HOP_ASSISTANT_COMMITTED,  # inside a tool window (R-STEP-2)
+    Point.HOP_WARRANT,  # delivered, no model entry yet (R-SCAN-10)
+    Point.DEPOSIT_TEMP_WRITTEN,  # a dot-temp left (R-DEP-9)
+    Point.PROBE_ACQUIRED,  # a writer's probe holding the lock (R-PROBE-3)
+    Point.TERMINAL_RECIPIENT,  # a terminal entry whose reply is not yet deposited
+)
+"""Crash windows the protocol is built around: a crash rule aims at one of them half
+the time (swarm-style bias), at any other point or where the actor is otherwise."""
+
+CRASH_AT: tuple[str, ...] = (*CRASH_WINDOWS, "",
+                             *sorted(p for p in Point.ALL if p not in UNCHECKED))
 
 
 class RefinementMachine(RuleBasedStateMachine):
@@ -848,12 +868,12 @@ class RefinementMachine(RuleBasedStateMachine):
         try:
             if not getattr(self, "_failed", False):
                 self.world.run_all()
-                if self.world.stranded() and self.world.graveyard:
+                if self.world.graveyard:
                     self.world.scan()  # recovery after a crash is the sweep's job
                     self.world.run_all()
                 left = self.world.stranded()
                 if left:
-                    raise Divergence("mail the model says must be delivered is stranded: "
+                    raise Divergence("work the model says must be done is stranded: "
                                      + "; ".join(left))
         finally:
             for act in list(self.world.actors.values()):
@@ -908,18 +928,43 @@ class RefinementMachine(RuleBasedStateMachine):
     @precondition(lambda self: bool(self.world.actors))
     @rule(data=hst.data())
     def crash(self, data: hst.DataObject) -> None:
+        """SIGKILL an actor where it is, or first run it on until it passes a chosen
+        point (a crash window aimed at: between a rename and its commit, inside a tool
+        window, holding a probe's lock, ...)."""
         actor = data.draw(hst.sampled_from(sorted(self.world.actors)), label="actor")
-        self.world.crash(self.world.actors[actor])
+        at = data.draw(hst.one_of(hst.sampled_from(CRASH_WINDOWS), hst.sampled_from(CRASH_AT)),
+                       label="at")
+        act: RealActor | None = self.world.actors[actor]
+        for _ in range(60 if at else 0):
+            assert act is not None
+            point = self.world.step(act)
+            act = self.world.actors.get(actor)
+            if act is None or (point is not None and point.name == at):
+                break
+        if act is not None:
+            self.world.crash(act)
 
     @rule()
     def scan(self) -> None:
         self.world.scan()
 
-    @precondition(lambda self: bool(self.world.stoppable()))
+    @precondition(lambda self: any(a.kind == "driver" for a in self.world.actors.values()))
     @rule(data=hst.data())
     def stop(self, data: hst.DataObject) -> None:
-        agent = data.draw(hst.sampled_from(self.world.stoppable()), label="agent")
-        self.world.stop(agent)
+        """`lernie stop` of an agent whose driver is running: the driver is first run on
+        to its next check point (the model lets a stop land only there: setting the
+        flag earlier reads the same), then stopped."""
+        w = self.world
+        key = data.draw(hst.sampled_from(sorted(k for k, a in w.actors.items()
+                                                if a.kind == "driver")), label="driver")
+        for _ in range(60):
+            act = w.actors.get(key)
+            if act is None or w.stoppable():
+                break
+            w.step(act)
+        if w.stoppable():
+            agent = data.draw(hst.sampled_from(w.stoppable()), label="agent")
+            w.stop(agent)
 
     @rule(data=hst.data())
     def model_replies(self, data: hst.DataObject) -> None:
@@ -928,8 +973,10 @@ class RefinementMachine(RuleBasedStateMachine):
         slots = range(len(SCOPE.parents))
         a = data.draw(hst.sampled_from(slots), label="agent")
         script = data.draw(hst.lists(hst.sampled_from(["dispatch", "message", "noop", "final"]),
-                                     min_size=1, max_size=3), label="script")
+                                     min_size=1, max_size=4), label="script")
         for kind in script:
+            # the model's agents never message themselves (its message tool names
+            # another agent), so neither does the script
             target = (data.draw(hst.sampled_from([t for t in slots if t != a]), label="to")
                       if kind == "message" else NOBODY)
             self.world.script(a, kind, target)

@@ -892,11 +892,28 @@ class RefinementMachine(RuleBasedStateMachine):
         a = data.draw(hst.sampled_from(self._existing()), label="agent")
         self.world.operator_message(a)
 
-    @initialize()
-    def operator_prompts(self) -> None:
+    @initialize(data=hst.data())
+    def operator_prompts(self, data: hst.DataObject) -> None:
         """Every run begins with `lernie prompt` (the model's root exists from the start:
-        before the prompt creates it, it abstracts to an idle root)."""
+        before the prompt creates it, it abstracts to an idle root). First each agent
+        slot gets an opening script (swarm-style: every run has its own mix of agents
+        that dispatch, message each other, call tools or just answer), so the exchanges
+        the protocol's rules are about (replies to siblings, results of children, tool
+        windows, budgets) need no luck with later rules."""
+        for a in range(len(SCOPE.parents)):
+            self._script(data, a, 0)
         self.world.operator_message(0)
+
+    def _script(self, data: hst.DataObject, a: int, least: int) -> None:
+        slots = range(len(SCOPE.parents))
+        script = data.draw(hst.lists(hst.sampled_from(["dispatch", "message", "noop", "final"]),
+                                     min_size=least, max_size=4), label=f"script of {M.name(a)}")
+        for kind in script:
+            # the model's agents never message themselves (its message tool names
+            # another agent), so neither does the script
+            target = (data.draw(hst.sampled_from([t for t in slots if t != a]), label="to")
+                      if kind == "message" else NOBODY)
+            self.world.script(a, kind, target)
 
     @precondition(lambda self: bool(self.world.actors)
                   or self.world.started < len(self.world.launcher.launches))
@@ -970,13 +987,5 @@ class RefinementMachine(RuleBasedStateMachine):
     def model_replies(self, data: hst.DataObject) -> None:
         """Script the next replies of the agent in one slot (existing or not yet):
         a final answer, a no-op tool, a message to another slot, a dispatch."""
-        slots = range(len(SCOPE.parents))
-        a = data.draw(hst.sampled_from(slots), label="agent")
-        script = data.draw(hst.lists(hst.sampled_from(["dispatch", "message", "noop", "final"]),
-                                     min_size=1, max_size=4), label="script")
-        for kind in script:
-            # the model's agents never message themselves (its message tool names
-            # another agent), so neither does the script
-            target = (data.draw(hst.sampled_from([t for t in slots if t != a]), label="to")
-                      if kind == "message" else NOBODY)
-            self.world.script(a, kind, target)
+        a = data.draw(hst.sampled_from(range(len(SCOPE.parents))), label="agent")
+        self._script(data, a, 1)

@@ -852,6 +852,10 @@ CRASH_WINDOWS: tuple[str, ...] = (
 """Crash windows the protocol is built around: a crash rule aims at one of them half
 the time (swarm-style bias), at any other point or where the actor is otherwise."""
 
+SCAN_DURING: tuple[str, ...] = (Point.HOP_WARRANT, Point.HOP_ASSISTANT_COMMITTED,
+                                 Point.DRAIN_RENAMED, Point.TRANSCRIPT_RENAMED)
+"""Points at which a scan may find a driver holding its lock mid-work (R-SCAN-6)."""
+
 CRASH_AT: tuple[str, ...] = (*CRASH_WINDOWS, "",
                              *sorted(p for p in Point.ALL if p not in UNCHECKED))
 
@@ -928,7 +932,11 @@ class RefinementMachine(RuleBasedStateMachine):
     def start_launched_driver(self, data: hst.DataObject) -> None:
         n = len(self.world.launcher.launches) - self.world.started
         launch = data.draw(hst.integers(0, n - 1), label="launch")
-        self.world.start_launch(launch)
+        act = self.world.start_launch(launch)
+        # a driver killed in one of the protocol's crash windows (or left running)
+        at = data.draw(hst.one_of(hst.none(), hst.sampled_from(CRASH_WINDOWS)), label="kill at")
+        if act is not None and at is not None:
+            self._crash_at(act.key, at)
 
     @precondition(lambda self: bool(self.world.actors))
     @rule(data=hst.data())
@@ -951,19 +959,36 @@ class RefinementMachine(RuleBasedStateMachine):
         actor = data.draw(hst.sampled_from(sorted(self.world.actors)), label="actor")
         at = data.draw(hst.one_of(hst.sampled_from(CRASH_WINDOWS), hst.sampled_from(CRASH_AT)),
                        label="at")
-        act: RealActor | None = self.world.actors[actor]
+        self._crash_at(actor, at)
+
+    def _run_to(self, key: int, at: str) -> RealActor | None:
+        """Run actor ``key`` until it passes point ``at`` (or ends); the live actor."""
+        act = self.world.actors.get(key)
         for _ in range(60 if at else 0):
-            assert act is not None
-            point = self.world.step(act)
-            act = self.world.actors.get(actor)
-            if act is None or (point is not None and point.name == at):
+            if act is None:
                 break
+            point = self.world.step(act)
+            act = self.world.actors.get(key)
+            if point is not None and point.name == at:
+                break
+        return act
+
+    def _crash_at(self, key: int, at: str) -> None:
+        act = self._run_to(key, at)
         if act is not None:
             self.world.crash(act)
 
-    @rule()
-    def scan(self) -> None:
-        self.world.scan()
+    @rule(data=hst.data())
+    def scan(self, data: hst.DataObject) -> None:
+        """`lernie scan`; half the time first a running driver is run on to a point
+        where it holds its lock with work in hand (the sweep must leave it alone)."""
+        w = self.world
+        drivers = sorted(k for k, a in w.actors.items() if a.kind == "driver")
+        aim: bool = bool(drivers) and data.draw(hst.booleans(), label="aim")
+        if aim:
+            key = data.draw(hst.sampled_from(drivers), label="driver")
+            self._run_to(key, data.draw(hst.sampled_from(SCAN_DURING), label="at"))
+        w.scan()
 
     @precondition(lambda self: any(a.kind == "driver" for a in self.world.actors.values()))
     @rule(data=hst.data())

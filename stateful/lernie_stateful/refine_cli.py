@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import random
 import statistics
 import sys
@@ -19,7 +20,9 @@ import time
 from collections.abc import Iterator
 from typing import NamedTuple
 
+import hypothesis
 from hypothesis import HealthCheck, Phase, settings
+from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 from hypothesis.stateful import run_state_machine_as_test
 
 from lernie_stateful import refinement
@@ -35,6 +38,7 @@ class Outcome(NamedTuple):
     seconds: float  # to the first failure (or the whole run)
     program: list[str]
     message: str
+    draws: tuple[str, ...] = ()  # what the program's data(...) drew, in order
 
 
 @contextlib.contextmanager
@@ -50,8 +54,22 @@ def _shrink_budget(seconds: float) -> Iterator[None]:
         engine.MAX_SHRINKING_SECONDS = old
 
 
+def example_database(spec: str | None) -> ExampleDatabase | None:
+    """``--database``: none, a directory (Hypothesis's directory database: workers of one
+    machine pool what they find), or ``redis://host:port`` (its Redis database, for
+    several machines; needs the ``redis`` package)."""
+    if not spec:
+        return None
+    if spec.startswith("redis://"):
+        import redis
+        from hypothesis.extra.redis import RedisExampleDatabase
+
+        return RedisExampleDatabase(redis.Redis.from_url(spec))
+    return DirectoryBasedExampleDatabase(spec)
+
+
 def run(examples: int, seed: int, steps: int, bug: Bug | None = None,
-        shrink: float = 30.0) -> Outcome:
+        shrink: float = 30.0, database: str | None = None) -> Outcome:
     """Run the machine for ``examples`` programs of ``steps`` rules, seeded by ``seed``."""
     counter: dict[str, float] = {"examples": 0, "first": 0.0}
     start = time.monotonic()
@@ -70,16 +88,20 @@ def run(examples: int, seed: int, steps: int, bug: Bug | None = None,
                 raise
 
     Machine.__name__ = Machine.__qualname__ = "RefinementMachine"
-    phases = [Phase.generate] + ([Phase.shrink] if shrink > 0 else [])
+    phases = ([Phase.reuse] if database else []) + [Phase.generate] + (
+        [Phase.shrink] if shrink > 0 else [])
     config = settings(max_examples=examples, stateful_step_count=steps, deadline=None,
-                      database=None, phases=phases, report_multiple_bugs=False,
+                      database=example_database(database), phases=phases,
+                      report_multiple_bugs=False,
                       suppress_health_check=list(HealthCheck), print_blob=False)
     random.seed(seed)
+    machine = hypothesis.seed(seed)(Machine)  # the same seed, the same programs
     patch = bug.apply() if bug is not None else contextlib.nullcontext()
-    failed, message, program = False, "", []
-    with patch, _shrink_budget(shrink):
+    failed, message, program, draws = False, "", [], []
+    # the drivers' operator notices (stderr) are the driver log's, not the checker's output
+    with patch, _shrink_budget(shrink), contextlib.redirect_stderr(io.StringIO()):
         try:
-            run_state_machine_as_test(Machine, settings=config)
+            run_state_machine_as_test(machine, settings=config)
         except BaseException as exc:  # the machine's verdict, shown below
             if isinstance(exc, KeyboardInterrupt):
                 raise
@@ -88,10 +110,11 @@ def run(examples: int, seed: int, steps: int, bug: Bug | None = None,
             notes = getattr(exc, "__notes__", [])
             program = [n for n in "\n".join(notes).splitlines()
                        if n.startswith("state.") and "teardown" not in n]
+            draws = [n for n in "\n".join(notes).splitlines() if n.startswith("Draw ")]
             if not counter["first"]:
                 counter["first"] = time.monotonic() - start
     seconds = counter["first"] if failed else time.monotonic() - start
-    return Outcome(failed, int(counter["examples"]), seconds, program, message)
+    return Outcome(failed, int(counter["examples"]), seconds, program, message, tuple(draws))
 
 
 def refine_main(argv: list[str]) -> int:
@@ -101,8 +124,11 @@ def refine_main(argv: list[str]) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--scope", choices=sorted(SCOPES), default="default")
     ap.add_argument("--shrink", type=float, default=60.0, help="seconds of shrinking at most")
+    ap.add_argument("--database", default=None,
+                    help="a directory or redis://host:port: Hypothesis's example database, "
+                    "shared by workers (replays what any of them found)")
     ns = ap.parse_args(argv)
-    out = run(ns.examples, ns.seed, SCOPES[ns.scope], shrink=ns.shrink)
+    out = run(ns.examples, ns.seed, SCOPES[ns.scope], shrink=ns.shrink, database=ns.database)
     if not out.failed:
         print(f"refine: no divergence in {out.examples} examples "
               f"({SCOPES[ns.scope]} rules each, seed {ns.seed}, {out.seconds:.1f}s)")
@@ -112,6 +138,10 @@ def refine_main(argv: list[str]) -> int:
     print("  state = RefinementMachine()")
     for line in out.program:
         print(f"  {line}")
+    if out.draws:
+        print("what its data(...) drew, in order:")
+        for line in out.draws:
+            print(f"  {line}")
     print(out.message)
     return 1
 

@@ -27,11 +27,13 @@ the kernel would close them; temp files, renamed entries and half-made commits s
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import fcntl
 import json
 import os
 import re
+import struct
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -39,18 +41,18 @@ from pathlib import Path
 from typing import NamedTuple
 
 from hypothesis import strategies as hst
-from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 from lernie_spec import model as M
 from lernie_spec.model import NOBODY, USER, Action, Scope, State
 from lernie_spec.properties import state_violations
 
 from lernie_ref.actors.hop import HopDeps, HopResult, Outcome, hop_actor
 from lernie_ref.actors.sweep import scan_actor
-from lernie_ref.actors.writer import message_actor
+from lernie_ref.actors.writer import message_actor, prompt_actor
 from lernie_ref.adapters import ModelReply, ModelRequest
 from lernie_ref.core.actor import Actor, Passed
 from lernie_ref.core.clock import FixedClock
-from lernie_ref.core.entry import Block, text_block, tool_use_block
+from lernie_ref.core.entry import text_block, tool_use_block
 from lernie_ref.core.vocab import (
     AGENT_REF_PREFIX,
     INBOX_DIR,
@@ -70,18 +72,8 @@ from lernie_ref.substrate.workspace import Workspace, create_workspace
 SCOPE = Scope(
     parents=(NOBODY, 0, 0),  # P, and two children it may dispatch
     initial=(True, False, False),
-    messages=99,
-    advances=0,
-    stops=99,
-    scans=99,
-    crashes=99,
-    tools=99,
-    sends=99,
-    exhaust=99,
-    max_procs=99,
-    max_seq=99,
-    launch_cap=99,
-    errors=0,
+    messages=99, advances=0, stops=99, scans=99, crashes=99, tools=99, sends=99,
+    exhaust=99, max_procs=99, max_seq=99, launch_cap=99, errors=0,
 )
 """The model's world for refinement: budgets are the program's, not the model's."""
 
@@ -89,7 +81,6 @@ STEP_BUDGET = 4
 """The real step budget (R-TERM-4): small, so budget exhaustion happens in short runs."""
 
 # ------------------------------------------------------------ point matching
-
 
 def _holds_flock(fd: int) -> bool:
     """Whether the open description behind ``fd`` carries a ``flock`` (its ``fdinfo`` has a
@@ -151,6 +142,14 @@ abandoned actor must never be finalised (that would run its ``finally`` clauses,
 on descriptors the crash closed and the kernel may since have handed out again)."""
 
 
+def _bury(obj: object) -> None:
+    """Keep ``obj`` alive for good: referenced here, and one reference the interpreter
+    never gives back, so not even its shutdown finalises it (a SIGKILLed process runs
+    no ``finally`` at exit either)."""
+    _GRAVEYARD.append(obj)
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
+
+
 class Divergence(AssertionError):
     """The implementation did something no model step explains."""
 
@@ -165,6 +164,7 @@ class RealActor:
     done: bool = False
     stop: bool = False
     points: list[Passed] = field(default_factory=list)
+    merging: frozenset[str] = frozenset()  # points matched together with the next ones
 
 
 def _open_fds() -> set[int]:
@@ -180,26 +180,35 @@ def _open_fds() -> set[int]:
 
 
 class ChoiceModel:
-    """A model adapter whose replies the machine chooses (queued per agent)."""
+    """A model adapter whose replies the machine chooses, queued per model slot (so a
+    program can script a child before the dispatch that creates it). A scripted
+    message names a slot and is addressed when the reply is given; a message to a
+    slot with no agent yet, and a dispatch with no room in the world, become a no-op
+    tool call (the reply the real model gave)."""
 
     model_id = "choice"
 
     def __init__(self) -> None:
-        self.queue: dict[str, list[list[Block]]] = {}
+        self.queue: dict[int, list[tuple[str, int, str]]] = {}
         self.calls = 0
+        self.slot_of: Callable[[str], int] = lambda agent_id: NOBODY
+        self.id_of: Callable[[int], str | None] = lambda slot: None
         self.may_dispatch: Callable[[str], bool] = lambda agent_id: True
 
     def call(self, request: ModelRequest, should_stop: Callable[[], bool]) -> ModelReply:
         self.calls += 1
-        q = self.queue.get(request.agent_id) or []
-        if q:
-            blocks = q.pop(0)
-            if any(b.get("name") == "dispatch" for b in blocks) and not self.may_dispatch(
-                request.agent_id
-            ):  # the world has no room for another child: a no-op
-                blocks = [tool_use_block(str(blocks[0]["id"]), "look", {})]
-            return ModelReply(blocks)
-        return ModelReply([text_block("done")])
+        q = self.queue.get(self.slot_of(request.agent_id)) or []
+        if not q:
+            return ModelReply([text_block("done")])
+        kind, target, call = q.pop(0)
+        if kind == "final":
+            return ModelReply([text_block("done")])
+        to = self.id_of(target) if kind == "message" else None
+        if kind == "message" and to is not None:
+            return ModelReply([tool_use_block(call, "message", {"agent": to, "content": "hi"})])
+        if kind == "dispatch" and self.may_dispatch(request.agent_id):
+            return ModelReply([tool_use_block(call, "dispatch", {"goal": "work"})])
+        return ModelReply([tool_use_block(call, "look", {})])
 
 
 class Ticking(FixedClock):
@@ -238,13 +247,12 @@ def _kind_of(text: str) -> str:
     if m:
         for line in m.group(1).split("\n"):
             if line.startswith("epitaph: "):
-                return line[len("epitaph: ") :]
+                return line[len("epitaph: "):]
     return M.PLAIN
 
 
-def transcript_facts(
-    entries: Sequence[tuple[str, object]], me: int, parents: tuple[int, ...]
-) -> tuple[int, bool, bool, bool, bool, str]:
+def transcript_facts(entries: Sequence[tuple[str, object]], me: int,
+                     parents: tuple[int, ...]) -> tuple[int, bool, bool, bool, bool, str]:
     """The model's transcript facts, replayed plainly over the entries in order.
 
     Each entry is ``("delivered", (sender, kind))``, ``("model", tool_uses)`` or
@@ -273,6 +281,70 @@ def transcript_facts(
     return last, answered, asked, owed, due, window
 
 
+def read_refs(git_dir: Path, prefixes: Sequence[str]) -> dict[str, str]:
+    """Refs under ``prefixes`` read from the repository's files (loose refs override
+    ``packed-refs``), as git itself resolves them; no git process is run."""
+    refs: dict[str, str] = {}
+    packed = git_dir / "packed-refs"
+    if packed.is_file():
+        for line in packed.read_text().splitlines():
+            if line[:1] in ("#", "^") or " " not in line:
+                continue
+            sha, _, name = line.partition(" ")
+            if name.startswith(tuple(prefixes)):
+                refs[name] = sha
+    for prefix in prefixes:
+        top = git_dir / prefix.rstrip("/")
+        for dirpath, _dirs, files in os.walk(top):
+            for f in files:
+                if f.endswith(".lock"):
+                    continue
+                path = Path(dirpath) / f
+                with contextlib.suppress(FileNotFoundError):
+                    sha = path.read_text().strip()
+                    if sha and not sha.startswith("ref:"):
+                        refs[path.relative_to(git_dir).as_posix()] = sha
+    return refs
+
+
+def tracked_paths(worktree: Path) -> set[str]:
+    """The paths in a worktree's git index, parsed from the index file (format 2/3);
+    what `git ls-files` lists, without running git."""
+    dotgit = worktree / ".git"
+    gitdir = (Path(dotgit.read_text().split("gitdir:", 1)[1].strip()) if dotgit.is_file()
+              else dotgit)
+    try:
+        data = (gitdir / "index").read_bytes()
+    except FileNotFoundError:
+        return set()
+    if data[:4] != b"DIRC":
+        raise Divergence(f"unreadable git index in {worktree}")
+    version, count = struct.unpack(">II", data[4:12])
+    if version not in (2, 3):
+        raise Divergence(f"git index version {version} is not read by the abstraction")
+    out: set[str] = set()
+    pos = 12
+    for _ in range(count):
+        start = pos
+        flags = struct.unpack(">H", data[pos + 60:pos + 62])[0]
+        pos += 62
+        if version == 3 and flags & 0x4000:
+            pos += 2
+        end = data.index(b"\0", pos)
+        out.add(data[pos:end].decode("utf-8", "surrogateescape"))
+        pos = end + 1
+        pos += (-(pos - start)) % 8  # NUL padding to a multiple of eight
+    return out
+
+
+def revival_due(st: State, a: int) -> bool:
+    """R-SCAN-10 on the model state: died mid-work (R-SCAN-4) with work due."""
+    ag = st.agents[a]
+    if not ag.exists or M.locked(st, a) or ag.inbox or ag.parked_at_tip:
+        return False
+    return ag.window is M.Window.OPEN or (ag.call_due and ag.window is M.Window.CLOSED)
+
+
 class World:
     """One real workspace, its actors, and the set of model states consistent with it."""
 
@@ -283,12 +355,10 @@ class World:
         self.model = ChoiceModel()
         self.config = Config(step_budget=STEP_BUDGET)
         self.ids: list[str | None] = [None] * len(SCOPE.parents)
-        root_id = self.ws.mint_root(self.clock)
-        self.ws.create_root_agent(root_id, "p", "goal")
-        self.ids[0] = root_id
+        self.model.slot_of = self.index
+        self.model.id_of = lambda slot: self.ids[slot]
         self.model.may_dispatch = lambda aid: any(
-            par == self.index(aid) and self.ids[c] is None for c, par in enumerate(SCOPE.parents)
-        )
+            par == self.index(aid) and self.ids[c] is None for c, par in enumerate(SCOPE.parents))
         self.actors: dict[int, RealActor] = {}
         self.graveyard: list[RealActor] = []  # crashed in this run
         self.next_key = 0
@@ -296,6 +366,7 @@ class World:
         self.models: list[tuple[State, tuple[int, ...]]] = [(M.initial(SCOPE), ())]
         self.trace: list[str] = []  # the implementation's points, swimlane rows
         self.replies = 0
+        self.revivals: dict[int, tuple[str, int]] = {}  # agent -> (tip, revivals seen there)
 
     # -------------------------------------------------------------- ids
 
@@ -306,17 +377,17 @@ class World:
             return self.ids.index(agent_id)
         return NOBODY
 
-    def _adopt_new_agents(self) -> None:
+    def _adopt_new_agents(self, refs: dict[str, str]) -> None:
         """Give each agent a dispatch created its model index (the parent's first free child)."""
         known = set(i for i in self.ids if i)
-        for aid in self.ws.agent_ids():
+        for aid in sorted(r[len(AGENT_REF_PREFIX):] for r in refs
+                          if r.startswith(AGENT_REF_PREFIX)):
             if aid in known:
                 continue
             parent = next((i for i in self.ids if i and aid.startswith(i + "-")), None)
             p = self.ids.index(parent) if parent else NOBODY
-            slot = next(
-                (c for c, par in enumerate(SCOPE.parents) if par == p and self.ids[c] is None), None
-            )
+            slot = next((c for c, par in enumerate(SCOPE.parents)
+                         if par == p and self.ids[c] is None), None)
             if slot is None:
                 raise Divergence(f"agent {aid} has no place in the model's world")
             self.ids[slot] = aid
@@ -325,42 +396,19 @@ class World:
 
     def real_view(self) -> View:
         ws = self.ws
-        self._adopt_new_agents()
-        refs: dict[str, str] = {}
-        out = ws.git.run(
-            ws.repo_git,
-            [
-                "for-each-ref",
-                "--format=%(refname) %(objectname)",
-                AGENT_REF_PREFIX,
-                MARK_REF_PREFIX,
-            ],
-        ).stdout
-        for line in out.splitlines():
-            name, _, sha = line.partition(" ")
-            refs[name] = sha
-        unstarted = [a for _, a in self.launcher.launches[self.started :]]
+        refs = read_refs(ws.repo_git, (AGENT_REF_PREFIX, MARK_REF_PREFIX))
+        self._adopt_new_agents(refs)
+        unstarted = [a for _, a in self.launcher.launches[self.started:]]
         published = self._published_results()
         views = []
         for a, aid in enumerate(self.ids):
             if aid is None or AGENT_REF_PREFIX + aid not in refs:
-                views.append(
-                    AgentView(
-                        False,
-                        (),
-                        NOBODY,
-                        False,
-                        False,
-                        False,
-                        False,
-                        "closed",
-                        (),
-                        False,
-                        False,
-                        0,
-                        frozenset(),
-                    )
-                )
+                # A root the model has from the start is, before `lernie prompt` creates
+                # it, an idle agent with an empty transcript (R-PROBE-5: the model's
+                # prompt is a message to a root that already exists).
+                root = SCOPE.parents[a] == NOBODY and SCOPE.initial[a]
+                views.append(AgentView(root, (), NOBODY, False, False, False, False, "closed",
+                                       (), False, False, 0, frozenset()))
                 continue
             inbox = ws.root / INBOX_DIR / aid
             pend: list[tuple[int, str]] = []
@@ -372,18 +420,12 @@ class World:
                         pend.append((self.index(m.group(1)), _kind_of(text)))
             wt = ws.worktree(aid)
             files = sorted(os.listdir(wt / MESSAGES_DIR)) if (wt / MESSAGES_DIR).is_dir() else []
-            tracked = set(ws.git.run(wt, ["ls-files", "--", MESSAGES_DIR]).stdout.split())
+            tracked = tracked_paths(wt)
             entries: list[tuple[str, object]] = []
             uncommitted: list[tuple[int, str]] = []
             executor_pending = False
-            for name in sorted(
-                files,
-                key=lambda n: (
-                    int(_ENTRY.match(n).group(1))  # type: ignore[union-attr]
-                    if _ENTRY.match(n)
-                    else 0
-                ),
-            ):
+            for name in sorted(files, key=lambda n: int(_ENTRY.match(n).group(1))  # type: ignore[union-attr]
+                               if _ENTRY.match(n) else 0):
                 m = _ENTRY.match(name)
                 if not m:
                     continue
@@ -400,17 +442,15 @@ class World:
                 else:
                     blocks = json.loads(data)
                     blocks = blocks.get("content", blocks) if isinstance(blocks, dict) else blocks
-                    uses = sum(
-                        1 for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"
-                    )
+                    uses = sum(1 for b in blocks if isinstance(b, dict)
+                               and b.get("type") == "tool_use")
                     entries.append(("model", uses))
                     executor_pending |= not committed
             facts = transcript_facts(entries, a, SCOPE.parents)
             tip = refs[AGENT_REF_PREFIX + aid]
 
-            def at_tip(
-                kind: str, aid: str = aid, tip: str = tip, executor_pending: bool = executor_pending
-            ) -> bool:
+            def at_tip(kind: str, aid: str = aid, tip: str = tip,
+                       executor_pending: bool = executor_pending) -> bool:
                 # An executor's entry that landed moves the tip in the model (it commits
                 # next); a result published for the tip is the returned mark in the model,
                 # which publishes and moves the mark in one step (R-DEP-8).
@@ -419,18 +459,11 @@ class World:
                     mark = mark or (aid, tip) in published
                 return mark and not executor_pending
 
-            views.append(
-                AgentView(
-                    True,
-                    tuple(sorted(pend)),
-                    *facts,
-                    tuple(sorted(uncommitted)),
-                    at_tip(MarkKind.RETURNED.value),
-                    at_tip(MarkKind.STOPPED.value) or at_tip(MarkKind.BUDGET_EXHAUSTED.value),
-                    unstarted.count(aid),
-                    self._holders(inbox),
-                )
-            )
+            views.append(AgentView(
+                True, tuple(sorted(pend)), *facts, tuple(sorted(uncommitted)),
+                at_tip(MarkKind.RETURNED.value),
+                at_tip(MarkKind.STOPPED.value) or at_tip(MarkKind.BUDGET_EXHAUSTED.value),
+                unstarted.count(aid), self._holders(inbox)))
         return tuple(views)
 
     def _published_results(self) -> set[tuple[str, str]]:
@@ -471,10 +504,8 @@ class World:
                     for f in act.fds:
                         with contextlib.suppress(OSError):
                             st = os.fstat(f)
-                            if (st.st_dev, st.st_ino) == (
-                                want.st_dev,
-                                want.st_ino,
-                            ) and _holds_flock(f):
+                            same = (st.st_dev, st.st_ino) == (want.st_dev, want.st_ino)
+                            if same and _holds_flock(f):
                                 owners.add(act.key)
                 return frozenset(owners or {"?"})
             fcntl.flock(fd, fcntl.LOCK_UN)
@@ -487,58 +518,25 @@ class World:
         views = []
         for a, ag in enumerate(st.agents):
             if not ag.exists:
-                views.append(
-                    AgentView(
-                        False,
-                        (),
-                        NOBODY,
-                        False,
-                        False,
-                        False,
-                        False,
-                        "closed",
-                        (),
-                        False,
-                        False,
-                        0,
-                        frozenset(),
-                    )
-                )
+                views.append(AgentView(False, (), NOBODY, False, False, False, False, "closed",
+                                       (), False, False, 0, frozenset()))
                 continue
-            holders: set[object] = {
-                ids[i]
-                for i, p in enumerate(st.procs)
-                if (p.lease and p.agent == a) or p.probe_on == a
-            }
+            holders: set[object] = {ids[i] for i, p in enumerate(st.procs)
+                                    if (p.lease and p.agent == a) or p.probe_on == a}
             if ag.forked_holder:
                 holders.add("forked")
-            views.append(
-                AgentView(
-                    True,
-                    tuple(sorted((f.sender, f.kind) for f in ag.inbox)),
-                    ag.last_prompter,
-                    ag.answered,
-                    ag.asked_since_answer,
-                    ag.owed_at_answer,
-                    ag.call_due,
-                    ag.window.value,
-                    tuple(sorted((d.sender, d.kind) for d in ag.uncommitted)),
-                    ag.returned_at_tip,
-                    ag.parked_at_tip,
-                    ag.pending_launches,
-                    frozenset(holders),
-                )
-            )
+            views.append(AgentView(
+                True, tuple(sorted((f.sender, f.kind) for f in ag.inbox)), ag.last_prompter,
+                ag.answered, ag.asked_since_answer, ag.owed_at_answer, ag.call_due,
+                ag.window.value, tuple(sorted((d.sender, d.kind) for d in ag.uncommitted)),
+                ag.returned_at_tip, ag.parked_at_tip, ag.pending_launches,
+                frozenset(holders)))
         return tuple(views)
 
     # -------------------------------------------------------------- matching
 
-    def _check(
-        self,
-        cands: list[tuple[State, tuple[int, ...]]],
-        what: str,
-        before: list[tuple[State, tuple[int, ...]]],
-    ) -> None:
+    def _check(self, cands: list[tuple[State, tuple[int, ...]]], what: str,
+               before: list[tuple[State, tuple[int, ...]]]) -> None:
         real = self.real_view()
         keep: list[tuple[State, tuple[int, ...]]] = []
         for c in cands:
@@ -552,45 +550,27 @@ class World:
                 raise Divergence(f"{what}: the model state matched breaks {', '.join(bad)}")
         self.models = keep
 
-    def _report(
-        self,
-        what: str,
-        real: View,
-        before: list[tuple[State, tuple[int, ...]]],
-        cands: list[tuple[State, tuple[int, ...]]],
-    ) -> str:
+    def _report(self, what: str, real: View, before: list[tuple[State, tuple[int, ...]]],
+                cands: list[tuple[State, tuple[int, ...]]]) -> str:
         lines = [f"divergence at {what}", "real abstract state:"]
         lines += [f"  {M.name(a)}: {v}" for a, v in enumerate(real)]
         shown = cands or before
-        lines.append(
-            "model abstract state(s) "
-            + (
-                "reachable with this label:"
-                if cands
-                else "before the point (no step has its label):"
-            )
-        )
+        lines.append("model abstract state(s) " + (
+            "reachable with this label:" if cands
+            else "before the point (no step has its label):"))
         for st, ids in shown[:3]:
             for a, v in enumerate(self.model_view(st, ids)):
                 mark = "" if v == real[a] else "   <-- differs"
                 lines.append(f"  {M.name(a)}: {v}{mark}")
-            lines.append(
-                "  procs: "
-                + ", ".join(f"{ids[i]}:{p.role.name}/{p.pc.value}" for i, p in enumerate(st.procs))
-            )
+            lines.append("  procs: " + ", ".join(f"{ids[i]}:{p.role.name}/{p.pc.value}"
+                                                  for i, p in enumerate(st.procs)))
         lines.append("implementation points so far:")
         lines += [f"  {row}" for row in self.trace[-200:]]
         return "\n".join(lines)
 
-    def _proc_paths(
-        self,
-        st: State,
-        ids: tuple[int, ...],
-        key: int,
-        allowed: frozenset[Action],
-        final: frozenset[Action],
-        stutter: bool,
-    ) -> Iterator[tuple[State, tuple[int, ...]]]:
+    def _proc_paths(self, st: State, ids: tuple[int, ...], key: int,
+                    allowed: frozenset[Action], final: frozenset[Action],
+                    stutter: bool) -> Iterator[tuple[State, tuple[int, ...]]]:
         """Model states reachable by steps of actor ``key``'s model process only."""
         if stutter:
             yield st, ids
@@ -604,7 +584,7 @@ class World:
                 for step, s2 in M.PC[s.procs[i].pc](s, M.Profile(), SCOPE, i):
                     if step.action not in allowed:
                         continue
-                    d2 = d if len(s2.procs) == len(s.procs) else d[:i] + d[i + 1 :]
+                    d2 = d if len(s2.procs) == len(s.procs) else d[:i] + d[i + 1:]
                     if step.action in final:
                         yield s2, d2
                     nxt.append((s2, d2))
@@ -614,11 +594,24 @@ class World:
         name = p.name
         self.trace.append(f"{act.key}:{act.kind}[{M.name(act.agent)}] {name} {p.detail}")
         what = f"{name} by actor {act.key} ({act.kind} of {M.name(act.agent)})"
-        fin = ends(name)
-        folded = FOLDED.get(name, frozenset())
-        stutter = name in INTERNAL
         if name in UNCHECKED:
             return
+        if act.merging or (act.stop and name == Point.TRANSCRIPT_RENAMED):
+            # A stopped executor's tool result: the model lands it, sets the stopped mark
+            # and turns to its obituary in one step (R-STOP-6, `_terminate`); the real
+            # actor commits, then marks. The machine runs the actor on to its mark (or
+            # its next entry, or its end) and matches the points as one model step.
+            act.merging = act.merging | {name}
+            if name not in (Point.TERMINAL_STOPPED_MARKED, Point.TRANSCRIPT_RENAMED) or \
+                    act.merging == {Point.TRANSCRIPT_RENAMED}:
+                return
+            names = act.merging
+            act.merging = frozenset()
+        else:
+            names = frozenset({name})
+        fin = frozenset().union(*(ends(n) for n in names))
+        folded = frozenset().union(*(FOLDED.get(n, frozenset()) for n in names))
+        stutter = all(n in INTERNAL for n in names)
         cands: list[tuple[State, tuple[int, ...]]] = []
         for st, ids in self.models:
             cands += self._proc_paths(st, ids, act.key, fin | folded, fin | folded, stutter)
@@ -628,21 +621,17 @@ class World:
         """The actor returned (or raised): its model process must be finished, or finish
         now by an error exit when it raised (R-STEP-5)."""
         what = f"end of actor {act.key}" + (f" ({type(error).__name__}: {error})" if error else "")
-        self.trace.append(
-            f"{act.key}:{act.kind}[{M.name(act.agent)}] END"
-            + (f" {type(error).__name__}" if error else "")
-        )
+        self.trace.append(f"{act.key}:{act.kind}[{M.name(act.agent)}] END" +
+                          (f" {type(error).__name__}" if error else ""))
         cands: list[tuple[State, tuple[int, ...]]] = []
         for st, ids in self.models:
             if act.key not in ids:
                 cands.append((st, ids))
             elif error is not None:
                 allowed = frozenset({Action.DECLINE, Action.ERROR_EXIT})
-                cands += [
-                    (s, d)
-                    for s, d in self._proc_paths(st, ids, act.key, allowed, allowed, False)
-                    if act.key not in d
-                ]
+                cands += [(s, d) for s, d in self._proc_paths(st, ids, act.key, allowed,
+                                                                allowed, False)
+                          if act.key not in d]
         self._check(cands, what, self.models)
 
     # -------------------------------------------------------------- actors
@@ -651,7 +640,7 @@ class World:
         act = RealActor(self.next_key, kind, agent, gen)
         self.next_key += 1
         self.actors[act.key] = act
-        _GRAVEYARD.append(gen)  # never finalised, whatever happens to the run
+        _bury(gen)  # never finalised, whatever happens to the run
         return act
 
     def step(self, act: RealActor) -> Passed | None:
@@ -674,7 +663,7 @@ class World:
             return None
         act.points.append(point)
         self.after_point(act, point)
-        if point.name in UNCHECKED:
+        if point.name in UNCHECKED or act.merging:
             return self.step(act)  # no other actor observes the point in between
         return point
 
@@ -687,32 +676,39 @@ class World:
         act.done = True
         del self.actors[act.key]
         self.graveyard.append(act)
-        _GRAVEYARD.append(act.gen)
+        _bury(act.gen)
         self.trace.append(f"{act.key}:{act.kind}[{M.name(act.agent)}] CRASH")
         cands: list[tuple[State, tuple[int, ...]]] = []
         for st, ids in self.models:
             if act.key in ids:
                 i = ids.index(act.key)
                 for _, s2 in M.crash(st, M.Profile(), SCOPE, i):
-                    cands.append((s2, ids[:i] + ids[i + 1 :]))
+                    cands.append((s2, ids[:i] + ids[i + 1:]))
             else:
                 cands.append((st, ids))
         self._check(cands, f"crash of actor {act.key}", self.models)
 
     def operator_message(self, a: int) -> RealActor:
+        """`lernie message` to an existing agent; `lernie prompt` (R-PROBE-5) when the
+        agent is the root and does not exist yet: the writer creates it first."""
         aid = self.ids[a]
-        assert aid is not None
-        gen = message_actor(
-            self.ws, aid, f"hello {M.name(a)}", USER_SENDER, self.launcher, self.clock
-        )
+        if aid is None:
+            assert SCOPE.parents[a] == NOBODY
+            gen: Actor[object] = prompt_actor(self.ws, f"hello {M.name(a)}", "p",
+                                              self.launcher, self.clock)
+            verb = "lernie prompt"
+        else:
+            gen = message_actor(self.ws, aid, f"hello {M.name(a)}", USER_SENDER,
+                                self.launcher, self.clock)
+            verb = "lernie message"
         act = self._new_actor("writer", a, gen)
-        self.trace.append(f"{act.key}:writer[{M.name(a)}] lernie message")
+        self.trace.append(f"{act.key}:writer[{M.name(a)}] {verb}")
         cands = []
         for st, ids in self.models:
             for step, s2 in M.ext_message(st, M.Profile(), SCOPE):
                 if step.text == f"user: lernie message {M.name(a)}":
                     cands.append((s2, (*ids, act.key)))
-        self._check(cands, f"lernie message {M.name(a)}", self.models)
+        self._check(cands, f"{verb} {M.name(a)}", self.models)
         return act
 
     def start_launch(self, n: int) -> RealActor | None:
@@ -735,7 +731,8 @@ class World:
                 grew = len(s2.procs) > len(st.procs)
                 if grew == (point.name is Point.HOP_ACQUIRED):
                     cands.append((s2, (*ids, act.key) if grew else ids))
-        self._check(cands, f"{point.name}: launched driver {act.key} of {M.name(a)}", self.models)
+        self._check(cands, f"{point.name}: launched driver {act.key} of {M.name(a)}",
+                    self.models)
         if point.name is Point.HOP_BUSY:
             self.step(act)  # it returns at once
             return None
@@ -756,19 +753,39 @@ class World:
         return result
 
     def scan(self) -> None:
-        """`lernie scan`, run straight through (one atomic input; the model's sweep is)."""
+        """`lernie scan`, run straight through (one atomic input; the model's sweep is).
+
+        The model has no revival (R-SCAN-10, D-24): the machine adds it here, predicted
+        from the model state alone. After the model's sweep and flush, every agent that
+        (before the sweep) was not driven, had no pending deposit, no stopped or budget
+        mark at its tip, and had work due (a model call due with every tool call
+        answered, or a trailing open tool window) gets one more pending launch; unless
+        the crash-loop guard gave up on it, which the machine predicts from its own
+        count of the revivals it saw at the same branch tip (3 at most)."""
         from lernie_ref.core.actor import run
 
         self.trace.append("scan: lernie scan")
+        tips = read_refs(self.ws.repo_git, (AGENT_REF_PREFIX,))
+        tip_of = [tips.get(AGENT_REF_PREFIX + aid, "") if aid else "" for aid in self.ids]
+        given_up = {a for a, (tip, n) in self.revivals.items() if tip == tip_of[a] and n >= 3}
         run(scan_actor(self.ws, self.launcher, self.clock))
         cands = []
+        revived: dict[tuple[State, tuple[int, ...]], frozenset[int]] = {}
         for st, ids in self.models:
+            due = frozenset(a for a in range(len(st.agents))
+                            if revival_due(st, a) and a not in given_up)
             for _, s1 in M.ext_scan(st, M.Profile(), SCOPE):
                 j = len(s1.procs) - 1
                 for _, s2 in M.sweep(s1, M.Profile(), SCOPE, j):
                     for _, s3 in M.flush(s2, M.Profile(), SCOPE, j):
+                        for a in sorted(due):
+                            s3 = s3._replace(agents=M._launch(s3, SCOPE, a))
                         cands.append((s3, ids))
+                        revived[(s3, ids)] = due
         self._check(cands, "lernie scan", self.models)
+        for a in set().union(*(revived.get(c, frozenset()) for c in self.models)):
+            tip, n = self.revivals.get(a, ("", 0))
+            self.revivals[a] = (tip_of[a], n + 1 if tip == tip_of[a] else 1)
 
     def stoppable(self) -> list[int]:
         out = set()
@@ -796,34 +813,25 @@ class World:
         self._check(cands, f"lernie stop {M.name(a)}", self.models)
 
     def script(self, a: int, kind: str, target: int = NOBODY) -> None:
-        """Queue the next reply the model adapter gives agent ``a``."""
-        aid = self.ids[a]
-        assert aid is not None
+        """Queue the next reply the model adapter gives the agent in slot ``a``."""
         self.replies += 1
-        call = f"t{self.replies}"
-        if kind == "final":
-            blocks: list[Block] = [text_block("done")]
-        elif kind == "noop":
-            blocks = [tool_use_block(call, "look", {})]
-        elif kind == "message":
-            to = self.ids[target]
-            assert to is not None
-            blocks = [tool_use_block(call, "message", {"agent": to, "content": "hi"})]
-        else:
-            blocks = [tool_use_block(call, "dispatch", {"goal": "work"})]
-        self.model.queue.setdefault(aid, []).append(blocks)
+        self.model.queue.setdefault(a, []).append((kind, target, f"t{self.replies}"))
 
     # -------------------------------------------------------------- liveness
 
     def run_all(self, max_steps: int = 2000) -> None:
-        """Bounded liveness: run every live actor and every launch to completion."""
+        """Bounded liveness: run every live actor and every launch to completion, one
+        point each in turn (round robin, so the actors left running still race)."""
         steps = 0
+        turn = 0
         while self.actors or self.started < len(self.launcher.launches):
             steps += 1
             if steps > max_steps:
                 raise Divergence("no quiescence within the step bound (endless exchange?)")
             if self.actors:
-                self.step(self.actors[min(self.actors)])
+                keys = sorted(self.actors)
+                turn = next((k for k in keys if k > turn), keys[0])
+                self.step(self.actors[turn])
             else:
                 self.start_launch(0)
 
@@ -834,10 +842,34 @@ class World:
             for sender, kind in v.inbox:
                 if kind not in M.PARKED:
                     out.append(f"{M.name(a)} holds mail from {M.name(sender)} ({kind})")
+            if self.graveyard and v.exists and not v.parked_at_tip and (
+                    v.window == "open" or (v.call_due and v.window == "closed")):
+                # after a crash and the scan that followed it: work due with nobody on
+                # it (R-SCAN-10 revives it, the revived hop does it)
+                out.append(f"{M.name(a)} has work due and no driver")
         return out
 
 
 # ------------------------------------------------------------ the machine
+
+CRASH_WINDOWS: tuple[str, ...] = (
+    Point.DRAIN_RENAMED,  # a delivered entry renamed, not committed (R-DRAIN-2)
+    Point.TRANSCRIPT_RENAMED,  # an executor's entry renamed, not committed (R-TR-3)
+    Point.HOP_ASSISTANT_COMMITTED,  # inside a tool window (R-STEP-2)
+    Point.HOP_WARRANT,  # delivered, no model entry yet (R-SCAN-10)
+    Point.DEPOSIT_TEMP_WRITTEN,  # a dot-temp left (R-DEP-9)
+    Point.PROBE_ACQUIRED,  # a writer's probe holding the lock (R-PROBE-3)
+    Point.TERMINAL_RECIPIENT,  # a terminal entry whose reply is not yet deposited
+)
+"""Crash windows the protocol is built around: a crash rule aims at one of them half
+the time (swarm-style bias), at any other point or where the actor is otherwise."""
+
+SCAN_DURING: tuple[str, ...] = (Point.HOP_WARRANT, Point.HOP_ASSISTANT_COMMITTED,
+                                 Point.DRAIN_RENAMED, Point.TRANSCRIPT_RENAMED)
+"""Points at which a scan may find a driver holding its lock mid-work (R-SCAN-6)."""
+
+CRASH_AT: tuple[str, ...] = (*CRASH_WINDOWS, "",
+                             *sorted(p for p in Point.ALL if p not in UNCHECKED))
 
 
 class RefinementMachine(RuleBasedStateMachine):
@@ -852,17 +884,16 @@ class RefinementMachine(RuleBasedStateMachine):
         try:
             if not getattr(self, "_failed", False):
                 self.world.run_all()
-                if self.world.stranded() and self.world.graveyard:
+                if self.world.graveyard:
                     self.world.scan()  # recovery after a crash is the sweep's job
                     self.world.run_all()
                 left = self.world.stranded()
                 if left:
-                    raise Divergence(
-                        "mail the model says must be delivered is stranded: " + "; ".join(left)
-                    )
+                    raise Divergence("work the model says must be done is stranded: "
+                                     + "; ".join(left))
         finally:
             for act in list(self.world.actors.values()):
-                _GRAVEYARD.append(act.gen)
+                _bury(act.gen)
                 for fd in act.fds:
                     with contextlib.suppress(OSError):
                         os.close(fd)
@@ -871,50 +902,127 @@ class RefinementMachine(RuleBasedStateMachine):
     def _existing(self) -> list[int]:
         return [a for a, aid in enumerate(self.world.ids) if aid is not None]
 
+    @precondition(lambda self: bool(self._existing()))
     @rule(data=hst.data())
     def operator_messages(self, data: hst.DataObject) -> None:
         a = data.draw(hst.sampled_from(self._existing()), label="agent")
         self.world.operator_message(a)
+
+    @initialize(data=hst.data())
+    def operator_prompts(self, data: hst.DataObject) -> None:
+        """Every run begins with `lernie prompt` (the model's root exists from the start:
+        before the prompt creates it, it abstracts to an idle root). First each agent
+        slot gets an opening script (swarm-style: every run has its own mix of agents
+        that dispatch, message each other, call tools or just answer), so the exchanges
+        the protocol's rules are about (replies to siblings, results of children, tool
+        windows, budgets) need no luck with later rules."""
+        for a in range(len(SCOPE.parents)):
+            self._script(data, a, 0)
+        self.world.operator_message(0)
+
+    def _script(self, data: hst.DataObject, a: int, least: int) -> None:
+        slots = range(len(SCOPE.parents))
+        script = data.draw(hst.lists(hst.sampled_from(["dispatch", "message", "noop", "final"]),
+                                     min_size=least, max_size=4), label=f"script of {M.name(a)}")
+        for kind in script:
+            # the model's agents never message themselves (its message tool names
+            # another agent), so neither does the script
+            target = (data.draw(hst.sampled_from([t for t in slots if t != a]), label="to")
+                      if kind == "message" else NOBODY)
+            self.world.script(a, kind, target)
+
+    @precondition(lambda self: bool(self.world.actors)
+                  or self.world.started < len(self.world.launcher.launches))
+    @rule()
+    def settle(self) -> None:
+        """Every live actor and pending launch runs to its end, in turns (a quiet spell
+        between phases of a program)."""
+        self.world.run_all()
 
     @precondition(lambda self: self.world.started < len(self.world.launcher.launches))
     @rule(data=hst.data())
     def start_launched_driver(self, data: hst.DataObject) -> None:
         n = len(self.world.launcher.launches) - self.world.started
         launch = data.draw(hst.integers(0, n - 1), label="launch")
-        self.world.start_launch(launch)
+        act = self.world.start_launch(launch)
+        # a driver killed in one of the protocol's crash windows (or left running)
+        at = data.draw(hst.one_of(hst.none(), hst.sampled_from(CRASH_WINDOWS)), label="kill at")
+        if act is not None and at is not None:
+            self._crash_at(act.key, at)
 
     @precondition(lambda self: bool(self.world.actors))
     @rule(data=hst.data())
     def step(self, data: hst.DataObject) -> None:
+        """One actor passes its next ``points`` protocol points (or ends)."""
         actor = data.draw(hst.sampled_from(sorted(self.world.actors)), label="actor")
-        self.world.step(self.world.actors[actor])
+        points = data.draw(hst.integers(1, 12), label="points")
+        for _ in range(points):
+            act = self.world.actors.get(actor)
+            if act is None:
+                break
+            self.world.step(act)
 
     @precondition(lambda self: bool(self.world.actors))
     @rule(data=hst.data())
     def crash(self, data: hst.DataObject) -> None:
+        """SIGKILL an actor where it is, or first run it on until it passes a chosen
+        point (a crash window aimed at: between a rename and its commit, inside a tool
+        window, holding a probe's lock, ...)."""
         actor = data.draw(hst.sampled_from(sorted(self.world.actors)), label="actor")
-        self.world.crash(self.world.actors[actor])
+        at = data.draw(hst.one_of(hst.sampled_from(CRASH_WINDOWS), hst.sampled_from(CRASH_AT)),
+                       label="at")
+        self._crash_at(actor, at)
 
-    @rule()
-    def scan(self) -> None:
-        self.world.scan()
+    def _run_to(self, key: int, at: str) -> RealActor | None:
+        """Run actor ``key`` until it passes point ``at`` (or ends); the live actor."""
+        act = self.world.actors.get(key)
+        for _ in range(60 if at else 0):
+            if act is None:
+                break
+            point = self.world.step(act)
+            act = self.world.actors.get(key)
+            if point is not None and point.name == at:
+                break
+        return act
 
-    @precondition(lambda self: bool(self.world.stoppable()))
+    def _crash_at(self, key: int, at: str) -> None:
+        act = self._run_to(key, at)
+        if act is not None:
+            self.world.crash(act)
+
+    @rule(data=hst.data())
+    def scan(self, data: hst.DataObject) -> None:
+        """`lernie scan`; half the time first a running driver is run on to a point
+        where it holds its lock with work in hand (the sweep must leave it alone)."""
+        w = self.world
+        drivers = sorted(k for k, a in w.actors.items() if a.kind == "driver")
+        aim: bool = bool(drivers) and data.draw(hst.booleans(), label="aim")
+        if aim:
+            key = data.draw(hst.sampled_from(drivers), label="driver")
+            self._run_to(key, data.draw(hst.sampled_from(SCAN_DURING), label="at"))
+        w.scan()
+
+    @precondition(lambda self: any(a.kind == "driver" for a in self.world.actors.values()))
     @rule(data=hst.data())
     def stop(self, data: hst.DataObject) -> None:
-        agent = data.draw(hst.sampled_from(self.world.stoppable()), label="agent")
-        self.world.stop(agent)
+        """`lernie stop` of an agent whose driver is running: the driver is first run on
+        to its next check point (the model lets a stop land only there: setting the
+        flag earlier reads the same), then stopped."""
+        w = self.world
+        key = data.draw(hst.sampled_from(sorted(k for k, a in w.actors.items()
+                                                if a.kind == "driver")), label="driver")
+        for _ in range(60):
+            act = w.actors.get(key)
+            if act is None or w.stoppable():
+                break
+            w.step(act)
+        if w.stoppable():
+            agent = data.draw(hst.sampled_from(w.stoppable()), label="agent")
+            w.stop(agent)
 
     @rule(data=hst.data())
     def model_replies(self, data: hst.DataObject) -> None:
-        w = self.world
-        a = data.draw(hst.sampled_from(self._existing()), label="agent")
-        kinds = ["final", "noop"]
-        others = [t for t in self._existing() if t != a]
-        if others:
-            kinds.append("message")
-        if any(par == a and w.ids[c] is None for c, par in enumerate(SCOPE.parents)):
-            kinds.append("dispatch")
-        kind = data.draw(hst.sampled_from(kinds), label="script")
-        target = data.draw(hst.sampled_from(others), label="to") if kind == "message" else NOBODY
-        w.script(a, kind, target)
+        """Script the next replies of the agent in one slot (existing or not yet):
+        a final answer, a no-op tool, a message to another slot, a dispatch."""
+        a = data.draw(hst.sampled_from(range(len(SCOPE.parents))), label="agent")
+        self._script(data, a, 1)

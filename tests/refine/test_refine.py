@@ -3,9 +3,14 @@ and seeded implementation bugs are caught (those the CI budget reliably catches)
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from lernie_stateful.refine_cli import run
+from lernie_stateful.refinement import Divergence, World, read_refs, tracked_paths
 from lernie_stateful.seeded_bugs import BY_NAME
+
+from lernie_ref.core.vocab import AGENT_REF_PREFIX, MARK_REF_PREFIX, Point
 
 
 def test_unpatched_implementation_refines_the_model() -> None:
@@ -18,3 +23,51 @@ def test_unpatched_implementation_refines_the_model() -> None:
 def test_seeded_bug_is_caught(bug: str) -> None:
     out = run(examples=20, seed=0, steps=20, bug=BY_NAME[bug], shrink=0)
     assert out.failed
+
+
+def _crash_in_the_delivery_window(world: World) -> None:
+    """`lernie prompt`; the launched driver is killed between its delivery's rename and
+    its commit; the teardown's scan revives P and everything runs to its end."""
+    writer = world.operator_message(0)
+    while writer.key in world.actors:
+        world.step(writer)
+    driver = world.start_launch(0)
+    assert driver is not None
+    while (p := world.step(driver)) is not None and p.name != Point.DRAIN_RENAMED:
+        pass
+    world.crash(driver)
+    world.run_all()
+    world.scan()
+    world.run_all()
+
+
+def test_r_drain_2_a_crashed_delivery_is_recovered_and_refines_the_model(tmp_path: Path) -> None:
+    world = World(tmp_path)
+    _crash_in_the_delivery_window(world)
+    assert world.stranded() == []
+    assert any("drain.stray-committed" in row for row in world.trace)
+
+
+def test_r_drain_2_without_stray_recovery_the_same_program_diverges(tmp_path: Path) -> None:
+    with BY_NAME["no-stray-recovery"].apply(), pytest.raises(Divergence) as err:
+        _crash_in_the_delivery_window(World(tmp_path))
+    assert "recover strays" in str(err.value)
+
+
+def test_the_abstraction_reads_refs_and_the_index_as_git_lists_them(tmp_path: Path) -> None:
+    """The view reads refs and the git index from their files; git itself agrees."""
+    world = World(tmp_path)
+    world.script(0, "dispatch")
+    world.operator_message(0)
+    world.run_all()
+    ws = world.ws
+    out = ws.git.run(ws.repo_git, ["for-each-ref", "--format=%(refname) %(objectname)",
+                                   AGENT_REF_PREFIX, MARK_REF_PREFIX]).stdout
+    assert read_refs(ws.repo_git, (AGENT_REF_PREFIX, MARK_REF_PREFIX)) == dict(
+        line.split(" ") for line in out.splitlines())
+    agents = [aid for aid in world.ids if aid]
+    assert len(agents) == 2  # P and the child it dispatched
+    for aid in agents:
+        listed = set(ws.git.run(ws.worktree(aid), ["ls-files"]).stdout.split())
+        assert tracked_paths(ws.worktree(aid)) == listed
+        assert any(p.startswith("messages/") for p in listed)

@@ -15,19 +15,15 @@ recorded under the transcript's names: ``prompt_tokens`` as ``input_tokens``,
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Sequence
+from typing import Any
 
-from lernie_ref.adapters import ModelReply, ModelRequest, StopCheck
+from lernie_ref.adapters import ModelReply, ModelRequest
 from lernie_ref.adapters.provider import (
-    Retrier,
-    api_key,
+    ProviderModel,
     check_json,
     default_system,
-    import_sdk,
     invalid,
-    system_prompt,
-    used_tool_ids,
 )
 from lernie_ref.core.entry import Block, text_block, thinking_block, tool_use_block
 from lernie_ref.substrate.config import ProviderSettings
@@ -196,54 +192,20 @@ def parse_completion(body: object, request_id: str | None, used: set[str]) -> Mo
     return ModelReply(blocks, usage or None)
 
 
-class OpenAIModel:
+class OpenAIModel(ProviderModel):
     """The ``openai`` adapter. Building it checks the extra, the key and the settings."""
 
-    def __init__(
-        self,
-        settings: ProviderSettings,
-        env: Mapping[str, str],
-        root: Path | None = None,
-        *,
-        log: Callable[[str], None] | None = None,
-        sleep: Callable[[float], None] | None = None,
-        jitter: Callable[[], float] | None = None,
-    ) -> None:
-        sdk = import_sdk(PROVIDER)
-        self._secret = api_key(PROVIDER, env, KEY_VAR)
-        self._settings = settings
-        self._system = system_prompt(settings, root, PROVIDER)
-        self._client = sdk.OpenAI(
-            api_key=self._secret.reveal(),
-            base_url=env.get(BASE_URL_VAR) or None,
-            max_retries=0,
-            timeout=settings.timeout,
-        )
-        self._retrier = Retrier(PROVIDER, sdk, settings, self._secret)
-        if log is not None:
-            self._retrier.log = log
-        if sleep is not None:
-            self._retrier.sleep = sleep
-        if jitter is not None:
-            self._retrier.jitter = jitter
+    PROVIDER = PROVIDER
+    KEY_VAR = KEY_VAR
+    BASE_URL_VAR = BASE_URL_VAR
+    CLIENT = "OpenAI"
+    REQUEST_ID_HEADER = "x-request-id"
 
-    @property
-    def model_id(self) -> str:
-        return PROVIDER
+    def request_body(self, request: ModelRequest) -> dict[str, object]:
+        return request_body(request, self._settings, self._system)
 
-    def call(self, request: ModelRequest, should_stop: StopCheck) -> ModelReply:
-        body = request_body(request, self._settings, self._system)
+    def create(self, body: dict[str, object]) -> Any:
+        return self._client.chat.completions.with_raw_response.create(**body)
 
-        def attempt() -> tuple[str | None, str]:
-            raw = self._client.chat.completions.with_raw_response.create(**body)
-            return raw.headers.get("x-request-id"), raw.http_response.text
-
-        answer = self._retrier.run(attempt, should_stop)
-        if answer is None:
-            return ModelReply([])
-        request_id, text = answer
-        try:
-            parsed: object = json.loads(text)
-        except json.JSONDecodeError:
-            raise invalid(PROVIDER, request_id, "the answer is not JSON") from None
-        return parse_completion(parsed, request_id, used_tool_ids(request))
+    def parse(self, answer: object, request_id: str | None, used: set[str]) -> ModelReply:
+        return parse_completion(answer, request_id, used)

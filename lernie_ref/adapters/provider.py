@@ -22,6 +22,7 @@ it goes through :meth:`Secret.scrub`.
 from __future__ import annotations
 
 import importlib
+import json
 import random
 import sys
 import threading
@@ -30,9 +31,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
-from lernie_ref.adapters import ModelRequest, StopCheck
+from lernie_ref.adapters import ModelReply, ModelRequest, StopCheck
 from lernie_ref.core.errors import ConfigError, ModelError
 from lernie_ref.substrate.config import ProviderSettings
 
@@ -274,3 +275,78 @@ def used_tool_ids(request: ModelRequest) -> set[str]:
     from lernie_ref.core.entry import tool_use_ids
 
     return {i for e in request.entries if e.role == "assistant" for i in tool_use_ids(e.blocks())}
+
+
+class ProviderModel:
+    """What both provider adapters share: building one checks the extra, the key and the
+    settings; a call sends one request through the :class:`Retrier` and reads its JSON.
+
+    A subclass names its provider (``PROVIDER``, ``KEY_VAR``, ``BASE_URL_VAR``), its SDK
+    client class (``CLIENT``) and request-id header (``REQUEST_ID_HEADER``), and supplies
+    the request body, the SDK call and the reading of the answer.
+    """
+
+    PROVIDER: str
+    KEY_VAR: str
+    BASE_URL_VAR: str
+    CLIENT: str
+    REQUEST_ID_HEADER: str
+
+    def __init__(
+        self,
+        settings: ProviderSettings,
+        env: Mapping[str, str],
+        root: Path | None = None,
+        *,
+        log: Callable[[str], None] | None = None,
+        sleep: Callable[[float], None] | None = None,
+        jitter: Callable[[], float] | None = None,
+    ) -> None:
+        sdk = import_sdk(self.PROVIDER)
+        self._secret = api_key(self.PROVIDER, env, self.KEY_VAR)
+        self._settings = settings
+        self._system = system_prompt(settings, root, self.PROVIDER)
+        self._client: Any = getattr(sdk, self.CLIENT)(
+            api_key=self._secret.reveal(),
+            base_url=env.get(self.BASE_URL_VAR) or None,
+            max_retries=0,
+            timeout=settings.timeout,
+        )
+        self._retrier = Retrier(self.PROVIDER, sdk, settings, self._secret)
+        if log is not None:
+            self._retrier.log = log
+        if sleep is not None:
+            self._retrier.sleep = sleep
+        if jitter is not None:
+            self._retrier.jitter = jitter
+
+    @property
+    def model_id(self) -> str:
+        return self.PROVIDER
+
+    def request_body(self, request: ModelRequest) -> dict[str, object]:
+        raise NotImplementedError
+
+    def create(self, body: dict[str, object]) -> Any:
+        """The SDK call that returns the raw HTTP response for ``body``."""
+        raise NotImplementedError
+
+    def parse(self, answer: object, request_id: str | None, used: set[str]) -> ModelReply:
+        raise NotImplementedError
+
+    def call(self, request: ModelRequest, should_stop: StopCheck) -> ModelReply:
+        body = self.request_body(request)
+
+        def attempt() -> tuple[str | None, str]:
+            raw = self.create(body)
+            return raw.headers.get(self.REQUEST_ID_HEADER), raw.http_response.text
+
+        answer = self._retrier.run(attempt, should_stop)
+        if answer is None:
+            return ModelReply([])
+        request_id, text = answer
+        try:
+            parsed: object = json.loads(text)
+        except json.JSONDecodeError:
+            raise invalid(self.PROVIDER, request_id, "the answer is not JSON") from None
+        return self.parse(parsed, request_id, used_tool_ids(request))

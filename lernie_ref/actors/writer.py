@@ -21,6 +21,8 @@ from lernie_ref.substrate.deposit import deposit_actor
 
 TYPE_CHECKING = False  # typing stays off the message path (R-CLI-5)
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from lernie_ref.core.actor import Actor
     from lernie_ref.core.clock import Clock
     from lernie_ref.substrate.deposit import Stream
@@ -91,8 +93,27 @@ def _spooled(ws: Workspace, text: str | Stream, what: str) -> str | Spool:
     return Spool.fill(ws.root, text)
 
 
-def _again(text: str | Spool) -> str | Stream:
-    return text if isinstance(text, str) else text.reader()
+def _found(
+    ws: Workspace,
+    create: Callable[[], str],
+    sender: str,
+    held: str | Spool,
+    launcher: Launcher,
+    clock: Clock,
+) -> Actor[str]:
+    """Create a new agent (``create`` mints its id and makes its branch and worktree),
+    deposit ``held`` into its inbox from ``sender``, then probe it: the tail that a
+    dispatch and a prompt share (R-PROBE-5, R-PROBE-6). A spool is closed once the
+    deposit has copied it, whatever happened. Returns the new id."""
+    try:
+        aid = create()
+        content = held if isinstance(held, str) else held.reader()
+        yield from deposit_actor(ws.root, aid, sender, content, clock)
+    finally:
+        if not isinstance(held, str):
+            held.close()
+    yield from writer_probe_actor(ws.root, aid, launcher)
+    return aid
 
 
 def dispatch_actor(
@@ -117,15 +138,13 @@ def dispatch_actor(
     ws.require_agent(parent, DISPATCH_REASON)
     ws.check_new_name(name)
     held = _spooled(ws, goal, "goal")
-    try:
+
+    def create() -> str:
         child = ws.mint_child(parent, clock)
         ws.create_child_agent(parent, child, name, held)
-        yield from deposit_actor(ws.root, child, parent, _again(held), clock)
-    finally:
-        if not isinstance(held, str):
-            held.close()
-    yield from writer_probe_actor(ws.root, child, launcher)
-    return child
+        return child
+
+    return (yield from _found(ws, create, parent, held, launcher, clock))
 
 
 def prompt_actor(
@@ -147,15 +166,13 @@ def prompt_actor(
     ws.check_layout()
     ws.check_new_name(name)
     held = _spooled(ws, text, "prompt text")
-    try:
+
+    def create() -> str:
         root = ws.mint_root(clock)
         ws.create_root_agent(root, name, held)
-        yield from deposit_actor(ws.root, root, USER_SENDER, _again(held), clock)
-    finally:
-        if not isinstance(held, str):
-            held.close()
-    yield from writer_probe_actor(ws.root, root, launcher)
-    return root
+        return root
+
+    return (yield from _found(ws, create, USER_SENDER, held, launcher, clock))
 
 
 def message(

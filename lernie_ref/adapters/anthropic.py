@@ -20,6 +20,7 @@ from lernie_ref.adapters.provider import (
     check_json,
     default_system,
     invalid,
+    read_usage,
 )
 from lernie_ref.core.entry import Block, text_block, thinking_block, tool_use_block
 from lernie_ref.substrate.config import ProviderSettings
@@ -145,14 +146,7 @@ def parse_message(body: object, request_id: str | None, used: set[str]) -> Model
             raise invalid(PROVIDER, request_id, f"not a content block lernie can keep: {shown}")
     if stop_reason == "max_tokens" and any(b["type"] == "tool_use" for b in blocks):
         raise invalid(PROVIDER, request_id, "a tool call was cut off at max_tokens")
-    raw_usage = message.get("usage")
-    usage: dict[str, int] = {}
-    if isinstance(raw_usage, dict):
-        for key in USAGE_KEYS:
-            value = raw_usage.get(key)
-            if isinstance(value, int) and not isinstance(value, bool):
-                usage[key] = value
-    return ModelReply(blocks, usage or None)
+    return ModelReply(blocks, read_usage(message.get("usage"), {k: k for k in USAGE_KEYS}))
 
 
 class AnthropicModel(ProviderModel):

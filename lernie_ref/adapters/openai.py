@@ -24,6 +24,7 @@ from lernie_ref.adapters.provider import (
     check_json,
     default_system,
     invalid,
+    read_usage,
 )
 from lernie_ref.core.entry import Block, text_block, thinking_block, tool_use_block
 from lernie_ref.substrate.config import ProviderSettings
@@ -32,6 +33,7 @@ from lernie_ref.substrate.transcript import WireMessage
 PROVIDER = "openai"
 KEY_VAR = "OPENAI_API_KEY"
 BASE_URL_VAR = "OPENAI_BASE_URL"
+USAGE_KEYS = {"prompt_tokens": "input_tokens", "completion_tokens": "output_tokens"}
 
 
 def _texts(blocks: Sequence[object]) -> list[str]:
@@ -179,17 +181,7 @@ def parse_completion(body: object, request_id: str | None, used: set[str]) -> Mo
             call_id = _fresh_id(seen)
         seen.add(call_id)
         blocks.append(tool_use_block(call_id, function["name"], parsed))
-    raw_usage = completion.get("usage")
-    usage: dict[str, int] = {}
-    if isinstance(raw_usage, dict):
-        for theirs, ours in (
-            ("prompt_tokens", "input_tokens"),
-            ("completion_tokens", "output_tokens"),
-        ):
-            value = raw_usage.get(theirs)
-            if isinstance(value, int) and not isinstance(value, bool):
-                usage[ours] = value
-    return ModelReply(blocks, usage or None)
+    return ModelReply(blocks, read_usage(completion.get("usage"), USAGE_KEYS))
 
 
 class OpenAIModel(ProviderModel):

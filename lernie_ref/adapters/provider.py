@@ -271,6 +271,19 @@ def invalid(provider: str, request_id: str | None, what: str) -> ModelError:
     return ModelError(f"{provider} reply (request id {request_id or 'none'}): {what}")
 
 
+def read_usage(raw: object, keys: Mapping[str, str]) -> dict[str, int] | None:
+    """The token counts of a reply's usage object: for each provider field in ``keys``
+    that holds a whole number (not a boolean), ``{lernie's name: value}``; None when
+    there is none (R-STATUS-4)."""
+    usage: dict[str, int] = {}
+    if isinstance(raw, dict):
+        for theirs, ours in keys.items():
+            value = raw.get(theirs)
+            if isinstance(value, int) and not isinstance(value, bool):
+                usage[ours] = value
+    return usage or None
+
+
 def used_tool_ids(request: ModelRequest) -> set[str]:
     from lernie_ref.core.entry import tool_use_ids
 

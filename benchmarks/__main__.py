@@ -6,8 +6,9 @@ Each row times a figure and, in the same run and interleaved with it, the floor
 it is held against (a bare interpreter, a bare durable write, a bare git commit,
 a bare directory listing), so the ratio stays meaningful on a noisy shared
 machine where absolute times do not. Rows without a floor report a throughput or
-a duration against an absolute target. The `lernie` figures run from a regular
-(non-editable) install made into a temporary virtual environment at the start.
+a duration against an absolute target. The `lernie` figures run the installed
+`lernie` command of a regular (non-editable) install made into a temporary
+virtual environment at the start, as a user runs it.
 
 A benchmark measures; no test times anything. The table is printed and written
 as JSON (``benchmarks/results.json`` unless ``--json`` says otherwise).
@@ -104,6 +105,11 @@ def _regular_install() -> Iterator[Path]:
         yield venv / "bin" / "python"
 
 
+def _lernie(python: Path) -> str:
+    """The installed `lernie` command (the script a user runs, beside the interpreter)."""
+    return str(python.parent / "lernie")
+
+
 def _git(cwd: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
 
@@ -128,7 +134,7 @@ def _new_ws(tmp: Path, agents: int = 1) -> tuple[Any, list[str]]:
 
 def _status(python: Path, ws: Path) -> list[dict[str, object]]:
     out = subprocess.run(
-        [str(python), "-m", "lernie_ref", "status", "--json", str(ws)],
+        [_lernie(python), "status", "--json", str(ws)],
         capture_output=True,
         text=True,
         check=True,
@@ -162,7 +168,7 @@ def bench_message(python: Path, n: int) -> list[Row]:
         busy, idle = ids
         lock = try_acquire(ws.inbox_dir(busy))
         try:
-            msg = [str(python), "-m", "lernie_ref", "message", str(root), busy, "hi"]
+            msg = [_lernie(python), "message", str(root), busy, "hi"]
             bare = [str(python), "-c", "pass"]
             m, b = _interleaved(lambda: _run_ms(msg, env), lambda: _run_ms(bare, env), n)
         finally:
@@ -181,7 +187,7 @@ def bench_message(python: Path, n: int) -> list[Row]:
         )
         spawn = "import os; os.waitpid(os.posix_spawn('/bin/true', ['true'], os.environ), 0)"
         floor = [str(python), "-c", spawn]
-        msg_idle = [str(python), "-m", "lernie_ref", "message", str(root), idle, "hi"]
+        msg_idle = [_lernie(python), "message", str(root), idle, "hi"]
         m, b = _interleaved(
             lambda: _run_ms(msg_idle, env),
             lambda: _run_ms(floor, env),
@@ -255,7 +261,7 @@ def bench_drain(python: Path, count: int) -> list[Row]:
         root = ws.root
         for i in range(count):
             deposit(root, ids[0], "user", f"message {i}")
-        per_msg = _run_ms([str(python), "-m", "lernie_ref", "advance", str(root), ids[0]], env)
+        per_msg = _run_ms([_lernie(python), "advance", str(root), ids[0]], env)
         per_msg /= count
         repo = Path(tmp) / "bare-repo"
         repo.mkdir()
@@ -360,7 +366,7 @@ def bench_operator(python: Path, agents: int) -> list[Row]:
 
         rows = []
         for verb in ("scan", "status"):
-            cmd = [str(python), "-m", "lernie_ref", verb, str(root)]
+            cmd = [_lernie(python), verb, str(root)]
             a, b = _interleaved(lambda cmd=cmd: _run_ms(cmd, env), listing, 5)
             rows.append(
                 Row(
@@ -443,7 +449,7 @@ def bench_exchange(python: Path, messages: int) -> list[Row]:
         start = time.perf_counter()
         for i in range(messages):
             subprocess.run(
-                [str(python), "-m", "lernie_ref", "message", str(root), ids[i % 2], f"message {i}"],
+                [_lernie(python), "message", str(root), ids[i % 2], f"message {i}"],
                 check=True,
                 env=env,
                 stdout=subprocess.DEVNULL,

@@ -125,14 +125,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def entry() -> None:
+    """The ``lernie`` command. ``lernie message`` ends with ``os._exit`` once its output is
+    flushed: it leaves no thread, no open file and no exit hook behind, and tearing the
+    interpreter down would cost it about as much as its own protocol work (R-CLI-5)."""
+    import os
+
     try:
         code = main()
         sys.stdout.flush()
     except BrokenPipeError:  # a reader such as `head` went away: stop quietly
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 1
+    if sys.argv[1:2] == ["message"]:
+        sys.stderr.flush()
+        os._exit(code)
     sys.exit(code)
 
 

@@ -125,9 +125,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def entry() -> None:
-    """The ``lernie`` command. ``lernie message`` ends with ``os._exit`` once its output is
-    flushed: it leaves no thread, no open file and no exit hook behind, and tearing the
-    interpreter down would cost it about as much as its own protocol work (R-CLI-5)."""
+    """The ``lernie`` command. ``lernie message`` to a busy agent ends with ``os._exit`` once
+    its output is flushed: it leaves no thread, no open file and no exit hook behind, and
+    tearing the interpreter down would cost it about as much as its own protocol work
+    (R-CLI-5). One that launched a driver exits normally: ``posix_spawn`` returns while the
+    driver may still be inside ``execve``, and the normal exit leaves it time to appear
+    with its command line to anyone who looks right after ``lernie message`` returns."""
     import os
 
     try:
@@ -136,7 +139,8 @@ def entry() -> None:
     except BrokenPipeError:  # a reader such as `head` went away: stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 1
-    if sys.argv[1:2] == ["message"]:
+    launcher = sys.modules.get("lernie_ref.substrate.launcher")
+    if sys.argv[1:2] == ["message"] and not getattr(launcher, "_LAUNCHED", None):
         sys.stderr.flush()
         os._exit(code)
     sys.exit(code)

@@ -124,23 +124,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def entry() -> None:
-    """The ``lernie`` command. ``lernie message`` to a busy agent ends with ``os._exit`` once
-    its output is flushed: it leaves no thread, no open file and no exit hook behind, and
-    tearing the interpreter down would cost it about as much as its own protocol work
-    (R-CLI-5). One that launched a driver exits normally: ``posix_spawn`` returns while the
-    driver may still be inside ``execve``, and the normal exit leaves it time to appear
-    with its command line to anyone who looks right after ``lernie message`` returns."""
-    import os
-
+def _command() -> int:
+    """Run the command line of this process; flush stdout; return the exit status."""
     try:
         code = main()
         sys.stdout.flush()
     except BrokenPipeError:  # a reader such as `head` went away: stop quietly
+        import os
+
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 1
+    return code
+
+
+def entry() -> None:
+    """``python -m lernie_ref`` and any caller that wraps the CLI: exits by ``SystemExit``."""
+    sys.exit(_command())
+
+
+def script() -> None:
+    """The installed ``lernie`` command (``bin/lernie``). As :func:`entry`, except that
+    ``lernie message`` that launched no driver ends with ``os._exit`` once stdout and
+    stderr are flushed: it leaves no thread, open file or exit hook behind, and tearing
+    the interpreter down would cost it about as much as its own protocol work (R-CLI-5).
+    One that launched a driver exits normally: ``posix_spawn`` returns while the driver
+    may still be inside ``execve``, and the normal exit leaves it time to show its
+    command line to anyone who looks right after ``lernie message`` returned."""
+    code = _command()
     launcher = sys.modules.get("lernie_ref.substrate.launcher")
     if sys.argv[1:2] == ["message"] and not getattr(launcher, "_LAUNCHED", None):
+        import os
+
         sys.stderr.flush()
         os._exit(code)
     sys.exit(code)

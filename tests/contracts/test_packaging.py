@@ -68,7 +68,7 @@ def test_the_wheel_carries_both_commands_and_the_kit_data(wheel: Path) -> None:
         assert f"{module}.py" in names or f"{module}/__init__.py" in names
     # `lernie` is a plain script (R-CLI-5): pip rewrites its first line to the interpreter
     assert lernie_script.startswith("#!python\n")
-    assert "from lernie_ref.cli import entry" in lernie_script
+    assert "from lernie_ref.cli import script" in lernie_script
     assert any(n.startswith("lernie_stateful/conform/adapters/") for n in names)
     assert any(n.startswith("lernie_stateful/conform/scenarios/") for n in names)
 
@@ -159,3 +159,15 @@ def test_r_cli_5_the_installed_lernie_message_loads_none_of_the_heavy_modules(
     assert "lernie_ref.cli.message" in loaded  # the report is read right
     assert not loaded & set(KEPT_OFF), sorted(loaded & set(KEPT_OFF))
     assert os.listdir(ws.inbox_dir(agent)) == ["user-001.md"]
+    # it exits at once (os._exit) on this path: an error still reaches stderr whole
+    ghost = agent[:-1] + ("0" if agent[-1] != "0" else "1")
+    proc = subprocess.run(
+        [str(bin_dir / "lernie"), "message", str(ws.root), ghost, "hi"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(f'lernie message: no agent "{ghost}"')
+    assert proc.stderr.count("\n") == 1 and proc.stderr.endswith("\n")

@@ -124,7 +124,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def entry() -> None:
+def _command() -> int:
+    """Run the command line of this process; flush stdout; return the exit status."""
     try:
         code = main()
         sys.stdout.flush()
@@ -133,6 +134,29 @@ def entry() -> None:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 1
+    return code
+
+
+def entry() -> None:
+    """``python -m lernie_ref`` and any caller that wraps the CLI: exits by ``SystemExit``."""
+    sys.exit(_command())
+
+
+def script() -> None:
+    """The installed ``lernie`` command (``bin/lernie``). As :func:`entry`, except that
+    ``lernie message`` that launched no driver ends with ``os._exit`` once stdout and
+    stderr are flushed: it leaves no thread, open file or exit hook behind, and tearing
+    the interpreter down would cost it about as much as its own protocol work (R-CLI-5).
+    One that launched a driver exits normally: ``posix_spawn`` returns while the driver
+    may still be inside ``execve``, and the normal exit leaves it time to show its
+    command line to anyone who looks right after ``lernie message`` returned."""
+    code = _command()
+    launcher = sys.modules.get("lernie_ref.substrate.launcher")
+    if sys.argv[1:2] == ["message"] and not getattr(launcher, "_LAUNCHED", None):
+        import os
+
+        sys.stderr.flush()
+        os._exit(code)
     sys.exit(code)
 
 

@@ -207,14 +207,18 @@ def next_sequence(names: list[str], sender: str) -> int:
     post: all((sequence_of(n, sender) or 0) < __return__ for n in names)
     post: __return__ == 1 or __return__ - 1 in [sequence_of(n, sender) for n in names]
     """
-    best = 0
+    # sequence_of and parse_u32 as comprehensions: an inbox may hold thousands of pending
+    # names and every deposit reads them all, so no function is called per name. A name that
+    # starts with the prefix (ending in ``-``) and ends in ``.md`` cannot have them overlap.
     prefix = f"{sender}-"
-    for name in names:
-        if not name.startswith(prefix):  # cheap pre-filter: sequence_of says None for these
-            continue
-        k = sequence_of(name, sender)
-        if k is not None and k > best:
-            best = k
+    start = len(prefix)
+    tails = [n[start:-3] for n in names if n.startswith(prefix) and n.endswith(MD)]
+    numbers = [
+        int(digits)
+        for tail in tails
+        if (digits := tail[1:] if tail[:1] == "+" else tail).isdigit() and digits.isascii()
+    ]
+    best = max((k for k in numbers if k <= U32_MAX), default=0)
     return best + 1
 
 

@@ -25,7 +25,7 @@ from lernie_ref.core.sweep import REVIVE_LIMIT, Condition, at_rest_mark, conditi
 from lernie_ref.core.vocab import Epitaph, MarkKind
 from lernie_ref.operator.stop import holders_in, lock_table
 from lernie_ref.reply_debt import Entry, is_terminal_response, read_entries
-from lernie_ref.substrate.deposit import pending
+from lernie_ref.substrate.deposit import Pending, pending
 from lernie_ref.substrate.refsnap import AgentRefs, RefSnapshot, names_at
 from lernie_ref.substrate.workspace import Workspace
 
@@ -98,10 +98,15 @@ def _read(path: Path) -> str | None:
 class _Results:
     """Every result message on disk, by sender: pending deposits and delivered entries."""
 
-    def __init__(self, ws: Workspace, agents: Sequence[str], entries: dict[str, list[Entry]]):
+    def __init__(
+        self,
+        agents: Sequence[str],
+        mail: dict[str, list[Pending]],
+        entries: dict[str, list[Entry]],
+    ) -> None:
         self._by_sender: dict[str, list[Path]] = {}
         for agent in agents:
-            for deposit in pending(ws.inbox_dir(agent)):
+            for deposit in mail[agent]:
                 self._by_sender.setdefault(deposit.sender, []).append(deposit.path)
             for entry in entries.get(agent, []):
                 if entry.delivered:
@@ -178,14 +183,16 @@ def status(ws: Workspace) -> list[AgentStatus]:
     for agent in agents:
         with contextlib.suppress(LernieError):
             entries[agent] = read_entries(ws.worktree(agent))
-    lookup = _Results(ws, agents, entries)
+    inboxes = {agent: ws.inbox_dir(agent) for agent in agents}
+    deposits = {agent: pending(inboxes[agent]) for agent in agents}  # one listing per inbox
+    lookup = _Results(agents, deposits, entries)
     table = lock_table()
     rows: list[AgentStatus] = []
     for agent in agents:
         parent = parent_of(agent)
-        holders = holders_in(table, ws.inbox_dir(agent))
+        holders = holders_in(table, inboxes[agent])
         live = None if holders is None else bool(holders)
-        mail = len(pending(ws.inbox_dir(agent)))
+        mail = len(deposits[agent])
         agent_refs = refs[agent]
         tip = agent_refs.tip
         returned = agent_refs.returned

@@ -77,6 +77,33 @@ def owned_lock_files(repo_git: Path, worktree: Path, agent_id: str) -> list[Path
     return paths
 
 
+def _owned_lock_texts(repo_git: Path, worktree: Path, agent_id: str) -> list[str]:
+    """The paths of :func:`owned_lock_files` as text; ``pathlib`` only for a ``.git`` pointer
+    that is not in its plain form (where its normalisation could matter)."""
+    repo = os.fspath(repo_git)
+    name = require_agent_id(agent_id)
+    try:
+        with open(os.path.join(os.fspath(worktree), ".git"), encoding="utf-8") as handle:
+            text = handle.read()
+    except (OSError, UnicodeDecodeError):
+        text = ""
+    if text.startswith("gitdir: "):
+        pointed = text[len("gitdir: ") :].strip()
+        if "//" in pointed or "/./" in pointed or pointed.endswith(("/", "/.")):
+            name = worktree_admin_dir(repo_git, worktree, agent_id).name
+        else:
+            parent, _, last = pointed.rpartition("/")
+            if os.path.basename(parent) == "worktrees" and last not in ("", ".", ".."):
+                name = last
+    admin = os.path.join(repo, "worktrees", name)
+    marks = (f"{MARK_REF_PREFIX}{kind.value}/{agent_id}.lock" for kind in MarkKind)
+    return [
+        *(os.path.join(admin, lock) for lock in WORKTREE_LOCKS),
+        os.path.join(repo, f"{AGENT_REF_PREFIX}{agent_id}.lock"),
+        *(os.path.join(repo, mark) for mark in marks),
+    ]
+
+
 def _proc_cwd(pid: str) -> str | None:
     try:
         return os.readlink(f"/proc/{pid}/cwd")
@@ -142,6 +169,10 @@ def clear_stale_locks(
     raises :class:`StaleLockError` and nothing is removed.
     """
     repo_git = ws_root / REPO_DIR
+    # the common case (no lock file) costs one stat each, with no Path made (scan runs this
+    # for every agent)
+    if not any(map(os.path.exists, _owned_lock_texts(repo_git, worktree, agent_id))):
+        return []
     present = [p for p in owned_lock_files(repo_git, worktree, agent_id) if p.exists()]
     if not present:
         return []

@@ -122,6 +122,12 @@ class Workspace(Registry):
     def __init__(self, root: str | Path, git: GitRunner | None = None) -> None:
         super().__init__(Path(root), GuardedGit(git or SubprocessGit(), Path(root)))
         self._abs = Path(os.path.abspath(self.root))
+        # built once: scan and status ask for a path per agent, several times each
+        self._inbox_root = self.root / INBOX_DIR
+        self._steps_root = self.root / STEPS_DIR
+        self._agents_root = self.root / AGENTS_DIR
+        self._inboxes: dict[str, Path] = {}  # per checked id: a pass asks several times
+        self._worktrees: dict[str, Path] = {}
 
     def __repr__(self) -> str:
         return f"Workspace({str(self.root)!r})"
@@ -130,21 +136,27 @@ class Workspace(Registry):
 
     @property
     def inbox_root(self) -> Path:
-        return self.root / INBOX_DIR
+        return self._inbox_root
 
     @property
     def steps_root(self) -> Path:
-        return self.root / STEPS_DIR
+        return self._steps_root
 
     @property
     def agents_root(self) -> Path:
-        return self.root / AGENTS_DIR
+        return self._agents_root
 
     def inbox_dir(self, agent_id: str) -> Path:
-        return self.inbox_root / require_agent_id(agent_id)
+        path = self._inboxes.get(agent_id)
+        if path is None:
+            path = self._inboxes[agent_id] = self._inbox_root / require_agent_id(agent_id)
+        return path
 
     def worktree(self, agent_id: str) -> Path:
-        return self.agents_root / require_agent_id(agent_id)
+        path = self._worktrees.get(agent_id)
+        if path is None:
+            path = self._worktrees[agent_id] = self._agents_root / require_agent_id(agent_id)
+        return path
 
     def steps_dir(self, agent_id: str) -> Path:
         return self.steps_root / require_agent_id(agent_id)

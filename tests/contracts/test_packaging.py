@@ -10,6 +10,7 @@ running both commands from there adds about five more, so both run by default.
 from __future__ import annotations
 
 import configparser
+import os
 import shutil
 import subprocess
 import sys
@@ -20,7 +21,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = ("pyproject.toml", "README.md", "lernie_ref", "spec", "stateful")
+SOURCES = ("pyproject.toml", "README.md", "bin", "lernie_ref", "spec", "stateful")
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +49,7 @@ def top_level(wheel: Path) -> set[str]:
 
 
 def test_the_wheel_has_no_spec_or_stateful_package(wheel: Path) -> None:
-    packages = {name for name in top_level(wheel) if not name.endswith(".dist-info")}
+    packages = {n for n in top_level(wheel) if not n.endswith((".dist-info", ".data"))}
     assert packages == {"lernie_ref", "lernie_spec", "lernie_stateful"}
 
 
@@ -58,11 +59,16 @@ def test_the_wheel_carries_both_commands_and_the_kit_data(wheel: Path) -> None:
         (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
         parser = configparser.ConfigParser()
         parser.read_string(archive.read(entry_points).decode())
+        (script,) = [n for n in names if n.endswith(".data/scripts/lernie")]
+        lernie_script = archive.read(script).decode()
     scripts = dict(parser["console_scripts"])
-    assert scripts == {"lernie": "lernie_ref.cli:entry", "lernie-check": "lernie_spec.check:entry"}
+    assert scripts == {"lernie-check": "lernie_spec.check:entry"}
     for target in scripts.values():
         module = target.split(":")[0].replace(".", "/")
         assert f"{module}.py" in names or f"{module}/__init__.py" in names
+    # `lernie` is a plain script (R-CLI-5): pip rewrites its first line to the interpreter
+    assert lernie_script.startswith("#!python\n")
+    assert "from lernie_ref.cli import script" in lernie_script
     assert any(n.startswith("lernie_stateful/conform/adapters/") for n in names)
     assert any(n.startswith("lernie_stateful/conform/scenarios/") for n in names)
 
@@ -102,3 +108,66 @@ def test_both_commands_run_from_a_regular_install(wheel: Path, tmp_path: Path) -
         )
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.startswith("usage:"), proc.stdout
+
+
+KEPT_OFF = ("re", "pathlib", "enum", "typing", "subprocess", "argparse", "dataclasses")
+
+
+def test_r_cli_5_the_installed_lernie_message_loads_none_of_the_heavy_modules(
+    wheel: Path, tmp_path: Path
+) -> None:
+    """The command a user runs (the installed script, not ``python -m``) keeps the modules
+    R-CLI-5 names off the message path; the agent is busy, so nothing is launched."""
+    from lernie_ref.core.clock import FixedClock
+    from lernie_ref.substrate.lock import try_acquire
+    from lernie_ref.substrate.workspace import create_workspace
+
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True).create(env_dir)
+    bin_dir = env_dir / "bin"
+    subprocess.run(
+        [str(bin_dir / "pip"), "install", "-q", "--no-deps", "--no-index", str(wheel)],
+        check=True,
+        timeout=600,
+    )
+    ws = create_workspace(tmp_path / "ws")
+    agent = ws.mint_root(FixedClock(0))
+    ws.create_root_agent(agent, "boss", "goal")
+    lock = try_acquire(ws.inbox_dir(agent))
+    assert lock is not None
+    try:
+        proc = subprocess.run(
+            [
+                str(bin_dir / "python"),
+                "-X",
+                "importtime",
+                str(bin_dir / "lernie"),
+                "message",
+                str(ws.root),
+                agent,
+                "hi",
+            ],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        lock.release()
+    assert proc.returncode == 0, proc.stderr
+    loaded = {line.split("|")[-1].strip() for line in proc.stderr.splitlines()}
+    assert "lernie_ref.cli.message" in loaded  # the report is read right
+    assert not loaded & set(KEPT_OFF), sorted(loaded & set(KEPT_OFF))
+    assert os.listdir(ws.inbox_dir(agent)) == ["user-001.md"]
+    # it exits at once (os._exit) on this path: an error still reaches stderr whole
+    ghost = agent[:-1] + ("0" if agent[-1] != "0" else "1")
+    proc = subprocess.run(
+        [str(bin_dir / "lernie"), "message", str(ws.root), ghost, "hi"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(f'lernie message: no agent "{ghost}"')
+    assert proc.stderr.count("\n") == 1 and proc.stderr.endswith("\n")

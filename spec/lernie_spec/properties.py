@@ -436,9 +436,9 @@ def i8_funded_launches(e: Edge) -> bool:
             tip = pre.agents[p.agent].history.value
             if not any(r.kind == FINAL and r.recipient == t for r in tip.results):
                 return False
-        elif step.funding is Funding.FLUSH and (
-                p.role is not Role.SCANNER or not pre.agents[t].inbox or prior.count(t)):
-            return False
+        elif step.funding is Funding.FLUSH:
+            if p.role is not Role.SCANNER or not pre.agents[t].inbox or prior.count(t):
+                return False
         elif step.funding is Funding.SCAN_REVIVAL and (
                 p.role is not Role.SCANNER or t not in expected_revival(pre, e.scope)):
             return False

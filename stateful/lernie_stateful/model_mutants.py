@@ -86,7 +86,8 @@ CATALOGUE: tuple[Mutant, ...] = (
       "ag = st.agents[p.agent]._replace(window=Window.CLOSED, call_due=False)"),
     M("final-deposited-uncommitted", "the final response is deposited before (without) "
       "its commit (step order)",
-      "    ag2 = _terminal(ag, renamed_only=split)\n    s = st._replace(agents=_set_agent(st, a, ag2))",
+      "    ag2 = _terminal(ag, renamed_only=split)\n"
+      "    s = st._replace(agents=_set_agent(st, a, ag2))",
       "    ag2 = _terminal(ag, renamed_only=split)\n    s = st"),
     M("revival-wakes-parent", "the revival probes parent_of instead of the recipient",
       "p = st.procs[i]._replace(target=st.procs[i].recipient)",

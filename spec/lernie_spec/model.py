@@ -1380,6 +1380,8 @@ NOT_MODELLED: dict[str, str] = {
     "R-STEP-6": "model adapters: the model call is a nondeterministic choice",
     "R-STEP-8": "provider adapters: the model call is a nondeterministic choice",
     "R-SCAN-3": "report format",
+    "R-SCAN-11": "a result's publication and its returned mark are one step in the model, "
+    "so no mark is ever left behind to repair (§19)",
     "R-SCAN-7": "error texts",
     "R-SCAN-8": "documented residuals, not behaviour",
     "R-STATUS-5": "read-only report",

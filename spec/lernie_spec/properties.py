@@ -568,8 +568,9 @@ def i18_stray_recovery(e: Edge) -> bool:
 
 def i19_recovery(e: Edge) -> bool:
     """With no process left and no launch in flight, crashes included: no lock is
-    held, every agent with work due can be picked up, and every reply owed to an
-    agent has landed or is one the sweep re-sends."""
+    held, every agent with work due can be picked up, every reply owed to an
+    agent has landed or is one the sweep re-sends, and no earlier owed reply was
+    lost (R-DRAIN-8). That a scan then relaunches the dead is I-20."""
     st = e.post
     if not _at_rest(st):
         return True

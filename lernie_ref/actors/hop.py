@@ -35,7 +35,12 @@ from lernie_ref.actors.drain import drain_actor, recover_strays
 from lernie_ref.actors.exit_protocol import conclude_actor, terminal_ref
 from lernie_ref.actors.probe import probe_actor
 from lernie_ref.actors.release import notice, release_actor
-from lernie_ref.actors.sweep import mark_value, repair_if_landed, unsent_reply
+from lernie_ref.actors.sweep import (
+    landed_result,
+    mark_value,
+    repair_returned_mark,
+    unsent_reply,
+)
 from lernie_ref.actors.tools import run_tool
 from lernie_ref.adapters import ModelAdapter, ModelRequest
 from lernie_ref.core.actor import Actor, Passed
@@ -48,6 +53,7 @@ from lernie_ref.core.errors import (
     LeaseAdoptError,
     LernieError,
     ResultDepositError,
+    TranscriptError,
     UnpairedToolUse,
 )
 from lernie_ref.core.vocab import STAGING_FILE, MarkKind, Point
@@ -205,9 +211,16 @@ def _repair_returned_mark(ws: Workspace, agent_id: str) -> None:
     try:
         tip = ws.branch_tip(agent_id)
         returned = mark_value(ws, MarkKind.RETURNED, agent_id)
-        repair_if_landed(ws, agent_id, tip, returned, ws.worktree_present)
     except LernieError as exc:
         raise GitOpError("returned mark repair", exc) from None
+    if returned == tip:
+        return
+    try:
+        to = landed_result(ws, agent_id, tip, ws.worktree_present)
+    except TranscriptError:
+        return  # unreadable: the hop's own reading of it reports the failure (R-STEP-5)
+    if to is not None:
+        repair_returned_mark(ws, agent_id, tip, to)
 
 
 def _send_lost_reply(ws: Workspace, agent_id: str, deps: HopDeps) -> Actor[bool]:

@@ -217,8 +217,10 @@ def _repair_returned_mark(ws: Workspace, agent_id: str) -> None:
         return
     try:
         to = landed_result(ws, agent_id, tip, ws.worktree_present)
-    except TranscriptError:
-        return  # unreadable: the hop's own reading of it reports the failure (R-STEP-5)
+    except (TranscriptError, OSError):
+        # unreadable (this transcript, or the recipient's inbox or transcript): the hop's
+        # own reading or its deposit reports the failure where it belongs (R-STEP-5)
+        return
     if to is not None:
         repair_returned_mark(ws, agent_id, tip, to)
 

@@ -35,7 +35,12 @@ from lernie_ref.actors.drain import drain_actor, recover_strays
 from lernie_ref.actors.exit_protocol import conclude_actor, terminal_ref
 from lernie_ref.actors.probe import probe_actor
 from lernie_ref.actors.release import notice, release_actor
-from lernie_ref.actors.sweep import unsent_reply
+from lernie_ref.actors.sweep import (
+    landed_result,
+    mark_value,
+    repair_returned_mark,
+    unsent_reply,
+)
 from lernie_ref.actors.tools import run_tool
 from lernie_ref.adapters import ModelAdapter, ModelRequest
 from lernie_ref.core.actor import Actor, Passed
@@ -48,6 +53,7 @@ from lernie_ref.core.errors import (
     LeaseAdoptError,
     LernieError,
     ResultDepositError,
+    TranscriptError,
     UnpairedToolUse,
 )
 from lernie_ref.core.vocab import STAGING_FILE, MarkKind, Point
@@ -154,6 +160,7 @@ def _drive(ws: Workspace, agent_id: str, lock: ExecutorLock, deps: HopDeps) -> A
         notice(gitlocks.describe(ws.root, removed, agent_id))
     stray = resent = False
     if ws.worktree_present(agent_id):
+        _repair_returned_mark(ws, agent_id)
         # R-DRAIN-2 before R-STEP-2: a model entry renamed but never committed is committed
         # alone first, so the settlement's tool commit never carries it (R-TR-3).
         stray = recover_strays(worktree, agent_id, ws.git)
@@ -195,6 +202,27 @@ def _drive(ws: Workspace, agent_id: str, lock: ExecutorLock, deps: HopDeps) -> A
         yield from release_actor(ws.root, agent_id, lock, delivery.seen, deps.launcher)
         return HopResult(Outcome.NOTHING_TO_DO)
     return (yield from _step(ws, agent_id, lock, delivery.seen, deps))
+
+
+def _repair_returned_mark(ws: Workspace, agent_id: str) -> None:
+    """R-SCAN-11 at the hop, before its first commit moves the tip: a result carrying the
+    tip that already reached its recipient gets its returned mark, which a kill between
+    the result's publish and its mark left behind."""
+    try:
+        tip = ws.branch_tip(agent_id)
+        returned = mark_value(ws, MarkKind.RETURNED, agent_id)
+    except LernieError as exc:
+        raise GitOpError("returned mark repair", exc) from None
+    if returned == tip:
+        return
+    try:
+        to = landed_result(ws, agent_id, tip, ws.worktree_present)
+    except (TranscriptError, OSError):
+        # unreadable (this transcript, or the recipient's inbox or transcript): the hop's
+        # own reading or its deposit reports the failure where it belongs (R-STEP-5)
+        return
+    if to is not None:
+        repair_returned_mark(ws, agent_id, tip, to)
 
 
 def _send_lost_reply(ws: Workspace, agent_id: str, deps: HopDeps) -> Actor[bool]:

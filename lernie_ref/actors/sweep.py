@@ -40,6 +40,7 @@ counted, never launched for, never touched.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 from lernie_ref.actors.drain import STRAY_SUBJECT
 from lernie_ref.actors.probe import ProbeOutcome, probe_actor
@@ -264,6 +265,53 @@ def unsent_reply(
     return UnsentReply(to, text_of(entry_blocks(read_bytes(newest))))
 
 
+# ------------------------------------------------------------------ mark repair
+
+
+def landed_result(
+    ws: Workspace, agent: str, tip: str, registered: Callable[[str], bool]
+) -> str | None:
+    """R-SCAN-11: the agent whose inbox or transcript holds a result from ``agent``
+    carrying ``tip`` (its parent, for an obituary; the final response's recipient, when
+    the newest entry is one), or ``None``. The caller has seen the returned mark elsewhere."""
+    candidates: list[str] = []
+    parent = parent_of(agent)
+    if parent is not None and registered(parent):
+        candidates.append(parent)
+    entries = read_entries(ws.worktree(agent))
+    if entries and is_terminal_response(entries[0]):
+        to = recipient(ws.worktree(agent), agent, Epitaph.FINAL_RESPONSE)
+        if to is not None and to not in candidates and registered(to):
+            candidates.append(to)
+    return next((to for to in candidates if _result_on_disk(ws, to, agent, tip)), None)
+
+
+def repair_returned_mark(ws: Workspace, agent: str, tip: str, to: str) -> None:
+    """R-SCAN-11: move ``refs/lernie/returned/<agent>`` to ``tip``, whose result already
+    reached ``to`` (the caller holds the agent's lock, R-WS-8), with one notice line."""
+    try:
+        ws.set_mark(MarkKind.RETURNED, agent, tip)
+    except LernieError as exc:
+        raise GitOpError("returned mark repair update-ref", exc) from None
+    notice(
+        f"{agent}: its result carrying {tip[:12]} already reached {to}; moved its returned "
+        "mark, left behind, to that tip (R-SCAN-11)"
+    )
+
+
+def repair_if_landed(
+    ws: Workspace, agent: str, tip: str, returned: str | None, registered: Callable[[str], bool]
+) -> bool:
+    """R-SCAN-11 as the sweep and the hop apply it: ``True`` when the mark was repaired."""
+    if returned == tip:
+        return False
+    to = landed_result(ws, agent, tip, registered)
+    if to is None:
+        return False
+    repair_returned_mark(ws, agent, tip, to)
+    return True
+
+
 # --------------------------------------------------------------------- revival
 
 
@@ -324,7 +372,10 @@ def _record_revival(ws: Workspace, agent: str, tip: str, count: int) -> None:
 
 
 def _revive(ws: Workspace, agent: str, tip: str, report: ScanReport) -> bool:
-    """R-SCAN-10: record one more revival at ``tip`` unless the crash-loop guard gave up."""
+    """R-SCAN-10: record one more revival at ``tip`` unless the crash-loop guard gave up.
+
+    I-20: every agent the sweep finds dead with work due gets its launch here, the guard
+    excepted."""
     count = revivals_at(ws, agent, tip)
     if not guard_allows(count):
         report.given_up.append(agent)
@@ -386,9 +437,13 @@ def _sweep_one(
                 parent = None  # R-SCAN-1: a parent with no ref makes the agent a root
             if parent is None:
                 report.silent_deaths.append(agent)
-            elif obituary_owed(
-                condition, parent, refs.mark(MarkKind.RETURNED), tip
-            ) and not _result_on_disk(ws, parent, agent, tip):  # its mark may have been lost
+            elif not obituary_owed(condition, parent, refs.mark(MarkKind.RETURNED), tip):
+                pass
+            elif _result_on_disk(ws, parent, agent, tip):
+                # a kill between the obituary's publish and its mark (R-SCAN-11)
+                if lock is not None:
+                    repair_returned_mark(ws, agent, tip, parent)
+            else:
                 report.silent_deaths.append(agent)
                 yield from deposit_result_actor(
                     ws.root, parent, agent, Epitaph.DIED, tip, None, clock, ws.git
@@ -403,6 +458,13 @@ def _sweep_one(
                 if due:
                     revive = _revive(ws, agent, tip, report)
         elif condition is Condition.AT_REST:
+            if lock is not None:  # R-SCAN-11: a result whose mark a kill left behind
+                try:
+                    repair_if_landed(
+                        ws, agent, tip, refs.mark(MarkKind.RETURNED), registry.__contains__
+                    )
+                except LernieError as exc:
+                    raise ScanError(f"returned mark repair of {agent}: {exc}") from None
             try:
                 unsent = unsent_reply(ws, agent, tip, registry, refs)
                 stray = lock is not None and stray_terminal(ws, agent, tip, refs)

@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"lernie-check: unknown variant {unknown[0]!r} (see --list)", file=sys.stderr)
         return 2
     if ns.invariant is not None and ns.invariant not in INVARIANTS:
-        print(f"lernie-check: unknown invariant {ns.invariant!r} (one of I-1 … I-19)",
+        print(f"lernie-check: unknown invariant {ns.invariant!r} (one of I-1 … I-20)",
               file=sys.stderr)
         return 2
     if ns.bench:

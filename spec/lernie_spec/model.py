@@ -99,6 +99,11 @@ class Pc(_Enum):
     SELF_LAUNCH = "self-launch"
     REVIVAL_PROBE = "revival: probe"
     REVIVAL_LAUNCH = "revival: launch"
+    COMMIT_FINAL = "commit terminal entry"
+    LOST_LIST = "lost reply: list inbox"
+    LOST_PUBLISH = "lost reply: publish"
+    LOST_PROBE = "lost reply: probe"
+    LOST_LAUNCH = "lost reply: launch"
     SWEEP = "sweep"
     FLUSH = "flush"
     DONE = "done"
@@ -125,6 +130,7 @@ class Action(_Enum):
     DECLINE = "decline"
     ERROR_EXIT = "error exit"
     MODEL_FINAL = "model final response"
+    COMMIT_FINAL = "commit terminal entry"
     MODEL_TOOL_USE = "model tool use"
     PARKING_EVENT = "stopped or budget-exhausted"
     TOOL_RESULT = "tool result"
@@ -144,6 +150,7 @@ class Funding(_Enum):
     SELF_LAUNCH = "self-launch"
     REVIVAL = "revival"
     FLUSH = "flush"
+    SCAN_REVIVAL = "scan revival"
 
 
 T = TypeVar("T")
@@ -200,6 +207,8 @@ class AgentHistory(NamedTuple):
     commits: int = 0  # commits on the agent's branch (the tip)
     results: tuple[Publication, ...] = ()  # results authored by the agent
     parked_at: int = -1  # commit count at which a stop/budget mark was set
+    unsynced: bool = False  # a terminal entry reached messages/ and is not committed yet
+    revived_at: tuple[int, ...] = ()  # commit count at each revival by a scan (R-SCAN-10)
 
 
 class ProcHistory(NamedTuple):
@@ -228,6 +237,7 @@ class Profile(NamedTuple):
     stopped_wakes_parent: bool = False  # pin 2 broken for `stopped`
     release_by_close: bool = False  # R-LOCK-2 (bl-7318)
     stop_cascade: bool = True  # R-STOP-1 descendants (bl-3114)
+    scan_revival: bool = True  # R-SCAN-10 (D-24)
 
 
 class Scope(NamedTuple):
@@ -248,6 +258,7 @@ class Scope(NamedTuple):
     launch_cap: int = 1  # pending launches per agent (more coalesce)
     errors: int = 0  # hop errors (a failing model adapter, R-STEP-5)
     message_to: tuple[int, ...] = ()  # agents the operator may message (empty: any)
+    split_commit: bool = False  # a terminal entry's rename and commit as two steps
 
 
 class File(NamedTuple):
@@ -284,6 +295,8 @@ class Agent(NamedTuple):
     parked_at_tip: bool = False  # a stopped / budget-exhausted mark is at the tip
     pending_launches: int = 0  # spawned drivers not yet started (R-LAUNCH-1)
     forked_holder: bool = False  # a forked child still holds the lock (bl-7318 only)
+    stray_final: bool = False  # a terminal model entry renamed into messages/, not committed
+    revivals: int = 0  # the scan's revivals at the current tip (R-SCAN-10 crash-loop guard)
     history: Ghost[AgentHistory] = _NO_AGENT_HISTORY
 
 
@@ -302,6 +315,7 @@ class Proc(NamedTuple):
     recipient: int = NOBODY  # its recipient (R-ADDR)
     stop_flag: bool = False  # SIGTERM seen
     tool: str = ""  # "noop", "message", "dispatch"
+    recovered_final: bool = False  # its stray recovery committed a terminal entry (R-DRAIN-8)
     history: Ghost[ProcHistory] = _NO_PROC_HISTORY
 
 
@@ -456,9 +470,9 @@ def _noted_launch(p: Proc, a: int, why: Funding) -> Proc:
 
 
 def _committed(ag: Agent) -> Agent:
-    """Every commit moves the tip: no mark is at the tip any more (R-DEP-8, R-WS-5)."""
-    ag = ag._replace(returned_at_tip=False)
-    ag = ag._replace(parked_at_tip=False)
+    """Every commit moves the tip: no mark is at the tip any more (R-DEP-8, R-WS-5),
+    and the crash-loop guard's count restarts (R-SCAN-10)."""
+    ag = ag._replace(returned_at_tip=False, parked_at_tip=False, revivals=0)
     return _noted_commit(ag)
 
 
@@ -492,11 +506,17 @@ def _delivered(scope: Scope, ag: Agent, a: int, d: Dep) -> Agent:
     return _noted_entry(ag, Entry(EntryKind.DELIVERED, d.sender, d.kind))
 
 
-def _terminal(ag: Agent) -> Agent:
-    """A committed terminal response closes the debt window (R-DEBT-2)."""
+def _terminal(ag: Agent, renamed_only: bool = False) -> Agent:
+    """A terminal response closes the debt window (R-DEBT-2). Committed with it, or
+    (`renamed_only`) just renamed into `messages/`: its commit is the next step, and
+    until then no mark reads as at the tip (the entry is not in the tip's tree)."""
     ag = ag._replace(call_due=False, owed_at_answer=(not ag.answered) or ag.asked_since_answer,
                      answered=True, asked_since_answer=False)
-    return _committed(_noted_entry(ag, Entry(EntryKind.MODEL)))
+    ag = _noted_entry(ag, Entry(EntryKind.MODEL))
+    if renamed_only:
+        ag = ag._replace(stray_final=True, returned_at_tip=False, parked_at_tip=False)
+        return _ah(ag, unsynced=True)
+    return _committed(ag)
 
 
 # ------------------------------------------------------------ transitions
@@ -628,7 +648,7 @@ def ext_advance(st: State, prof: Profile, scope: Scope) -> Succ:
     s = st._replace(budget=b._replace(advances=b.advances - 1))
     for a, ag in enumerate(st.agents):
         if ag.exists and len(st.procs) < scope.max_procs:
-            for step, s2 in _start(s, prof, a, "operator: lernie advance"):
+            for step, s2 in _start(s, prof, scope, a, "operator: lernie advance"):
                 out.append((step._replace(external=True, action=Action.OPERATOR_ADVANCE), s2))
     return out
 
@@ -638,10 +658,10 @@ def start_driver(st: State, prof: Profile, scope: Scope, a: int) -> Succ:
     ag = st.agents[a]
     s = st._replace(agents=_set_agent(st, a, ag._replace(
         pending_launches=ag.pending_launches - 1)))
-    return _start(s, prof, a, "launched driver")
+    return _start(s, prof, scope, a, "launched driver")
 
 
-def _start(st: State, prof: Profile, a: int, who: str) -> Succ:
+def _start(st: State, prof: Profile, scope: Scope, a: int, who: str) -> Succ:
     """R-STEP-1 take the lease with a try-acquire, or exit 0 as already driven."""
     if locked(st, a):
         return [(Step("R-STEP-1", -1, f"{who} {name(a)}: busy, exit 0", Action.DRIVER_START), st)]
@@ -649,31 +669,83 @@ def _start(st: State, prof: Profile, a: int, who: str) -> Succ:
     s = st._replace(procs=(*st.procs, d))
     i = len(s.procs) - 1
     return [(Step("R-STEP-1", -1, f"{who} {name(a)}: lease taken", Action.DRIVER_START),
-             _put(s, i, _hop_start(s, prof, d)))]
+             _put(s, i, _hop_start(s, prof, scope, d)))]
 
 
-def _hop_start(st: State, prof: Profile, p: Proc) -> Proc:
+def _hop_start(st: State, prof: Profile, scope: Scope, p: Proc) -> Proc:
     """Where a hop begins its work, in lernie_ref's order: R-DRAIN-2 recover
-    strays, then R-STEP-2 settle a crashed tool window, then R-DRAIN-3 list."""
+    strays, then R-STEP-2 settle a crashed tool window, then R-DRAIN-8 send a
+    lost reply, then R-DRAIN-3 list."""
     ag = st.agents[p.agent]
-    if ag.uncommitted and prof.stray_recovery:
+    if (ag.uncommitted or ag.stray_final) and prof.stray_recovery:
         return p._replace(pc=Pc.RECOVER_STRAYS)
     if ag.window is Window.OPEN and prof.crash_settlement:
         return p._replace(pc=Pc.SETTLE_WINDOW)
+    to = lost_reply(st, prof, scope, p.agent)
+    if to != NOBODY:
+        return p._replace(pc=Pc.LOST_LIST, target=to, sender=p.agent, deposit_kind=FINAL,
+                          recovered_final=False)
     return p._replace(pc=Pc.LIST_INBOX)
 
 
+def lost_reply(st: State, prof: Profile, scope: Scope, a: int) -> int:
+    """R-DRAIN-8 (and R-SCAN-9's test): the recipient of a final response whose
+    reply never left: the newest entry is a committed terminal response, the
+    returned mark is not at the tip, and a reply is owed to an existing agent
+    (R-ADDR-3, R-DEBT-4). NOBODY when there is none."""
+    ag = st.agents[a]
+    if (ag.returned_at_tip or not ag.answered or ag.call_due or ag.window is not Window.CLOSED
+            or ag.uncommitted or ag.stray_final):
+        return NOBODY
+    to = recipient_final(prof, scope, ag, a)
+    return to if to != NOBODY and st.agents[to].exists else NOBODY
+
+
 def recover_stray(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
-    """R-DRAIN-2 commit uncommitted `messages/` entries before any move."""
+    """R-DRAIN-2 commit uncommitted `messages/` entries before any move. A terminal
+    entry among them (its driver died between the rename and the commit) leaves
+    the rest of its exit protocol to this hop (R-DRAIN-8)."""
     p = st.procs[i]
     ag = st.agents[p.agent]
     in_flight = st.in_flight
     for d in ag.uncommitted:
         in_flight = _flight_remove(in_flight, d)
-    ag2 = _committed(ag._replace(uncommitted=()))
+    ag2 = _committed(ag._replace(uncommitted=(), stray_final=False))
+    also: tuple[str, ...] = ()
+    if ag.stray_final:
+        ag2 = _ah(ag2, unsynced=False)
+        p = p._replace(recovered_final=True)
+        also = ("R-DRAIN-8",)
     s = st._replace(agents=_set_agent(st, p.agent, ag2), in_flight=in_flight)
-    return [(Step("R-DRAIN-2", i, "commit delivered stray", Action.RECOVER_STRAYS),
-             _put(s, i, _hop_start(s, prof, p)))]
+    text = "commit terminal stray" if ag.stray_final else "commit delivered stray"
+    return [(Step("R-DRAIN-2", i, text, Action.RECOVER_STRAYS, also=also),
+             _put(s, i, _hop_start(s, prof, scope, p)))]
+
+
+def lost_list(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
+    """R-DRAIN-8 a lost reply leaves before the drain: list the recipient's inbox
+    (then publish it, R-DEP-8 moving the mark, and probe-and-launch the recipient)."""
+    return [(step._replace(also=(*step.also, "R-DRAIN-8")), s)
+            for step, s in deposit_list(st, prof, scope, i, Pc.LOST_PUBLISH)]
+
+
+def _drain_next(out: Succ, i: int) -> Succ:
+    res = []
+    for step, s in out:
+        if i < len(s.procs) and s.procs[i].pc is Pc.LIST_INBOX:
+            s = _put(s, i, s.procs[i]._replace(target=NOBODY, sender=NOBODY))
+        res.append((step, s))
+    return res
+
+
+def lost_probe(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
+    """R-DRAIN-8 probe the lost reply's recipient (R-PROBE-1); busy: drain on."""
+    return _drain_next(probe_acquire(st, prof, scope, i, Pc.LOST_LAUNCH, Pc.LIST_INBOX), i)
+
+
+def lost_launch(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
+    """R-DRAIN-8 release the probe and launch the recipient, then drain on."""
+    return _drain_next(probe_release_launch(st, prof, scope, i, Pc.LIST_INBOX), i)
 
 
 def settle_window(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
@@ -683,7 +755,7 @@ def settle_window(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     ag = _committed(_noted_entry(ag, Entry(EntryKind.TOOL_RESULT)))
     s = st._replace(agents=_set_agent(st, p.agent, ag))
     return [(Step("R-STEP-2", i, "settle orphan tool_use", Action.SETTLE_WINDOW),
-             _put(s, i, _hop_start(s, prof, p)))]
+             _put(s, i, _hop_start(s, prof, scope, p)))]
 
 
 def drain_list(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
@@ -700,7 +772,7 @@ def drain_list(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     also = ("R-DRAIN-1", "R-DEP-11", "R-STEP-3") + (("R-DEP-10",) if res else ())
     if not q:
         return [(Step("R-DRAIN-3", i, "list inbox: empty", Action.LIST_INBOX, also=also),
-                 _put(st, i, _warrant(st, prof, p)))]
+                 _put(st, i, _warrant(st, prof, scope, p)))]
     names = ", ".join(f"{name(s)}-{n:03d}" for s, n in q)
     return [(Step("R-DRAIN-3", i, f"list inbox: {names}", Action.LIST_INBOX, also=also),
              _put(st, i, p._replace(pc=Pc.MOVE_DEPOSIT, listing=q)))]
@@ -715,7 +787,7 @@ def drain_move(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     f = next((f for f in ag.inbox if (f.sender, f.n) == (snd, n)), None)
     if f is None:  # vanished: nothing to move
         q = p._replace(listing=rest)
-        q = q._replace(pc=Pc.MOVE_DEPOSIT) if rest else _warrant(st, prof, q)
+        q = q._replace(pc=Pc.MOVE_DEPOSIT) if rest else _warrant(st, prof, scope, q)
         return [(Step("R-DRAIN-4", i, f"{name(snd)}-{n:03d} gone", Action.MOVE_DEPOSIT),
                  _put(st, i, q))]
     d = Dep(a, f.sender, f.kind)
@@ -736,18 +808,29 @@ def commit_entry(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     ag2 = _committed(ag._replace(uncommitted=ag.uncommitted[:-1]))
     s = st._replace(agents=_set_agent(st, p.agent, ag2),
                     in_flight=_flight_remove(st.in_flight, d))
-    q = p._replace(pc=Pc.MOVE_DEPOSIT) if p.listing else _warrant(s, prof, p)
+    q = p._replace(pc=Pc.MOVE_DEPOSIT) if p.listing else _warrant(s, prof, scope, p)
     return [(Step("R-TR-3", i, f"commit {name(d.sender)} entry", Action.COMMIT_ENTRY),
              _put(s, i, q))]
 
 
-def _warrant(st: State, prof: Profile, p: Proc) -> Proc:
+def _warrant(st: State, prof: Profile, scope: Scope, p: Proc) -> Proc:
     """R-STEP-3 (decided from the transcript alone, folded into the step that
     ends the drain): Unpaired declines, ModelCallDue steps, NothingDue idles."""
     ag = st.agents[p.agent]
     if ag.window is Window.BURIED or (ag.window is Window.OPEN and not prof.crash_settlement):
         return p._replace(pc=Pc.DECLINE_UNPAIRED)
-    return p._replace(pc=Pc.MODEL_STEP if ag.call_due else Pc.RELEASE_LEASE)
+    if ag.call_due:
+        return p._replace(pc=Pc.MODEL_STEP, recovered_final=False)
+    if p.recovered_final:
+        # R-DRAIN-8: the terminal entry this hop's stray recovery committed had no exit
+        # protocol yet and no reply was sent for it: run that protocol now.
+        r = recipient_final(prof, scope, ag, p.agent)
+        r = r if r != NOBODY and st.agents[r].exists else NOBODY
+        q = p._replace(epitaph=FINAL, recipient=r, target=r, sender=p.agent,
+                       deposit_kind=FINAL, recovered_final=False,
+                       pc=Pc.RESULT_LIST_INBOX if r != NOBODY else Pc.RELEASE_LEASE)
+        return _ph(q, committed_final=len(ag.history.value.entries) - 1)
+    return p._replace(pc=Pc.RELEASE_LEASE)
 
 
 def decline(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
@@ -774,16 +857,24 @@ def model_step(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
         s = st._replace(budget=b._replace(errors=b.errors - 1))
         out.append((Step("R-STEP-5", i, "model adapter failed: lease released, exit 1",
                          Action.ERROR_EXIT), _put(s, i, None)))
-    # terminal response (text or empty: no decision reads the body)
-    ag2 = _terminal(ag)
+    # terminal response (text or empty: no decision reads the body). Its rename and
+    # its commit are one step unless the scope splits them (`Scope.split_commit`):
+    # nothing but a crash of this process can observe the gap (the agent is held, so
+    # a scan skips it, and nobody else reads its transcript or marks), so a crash in
+    # the gap is the step `_final_then_crash` offers instead.
+    split = scope.split_commit
+    ag2 = _terminal(ag, renamed_only=split)
     s = st._replace(agents=_set_agent(st, a, ag2))
     r = recipient_final(prof, scope, ag2, a)
+    after = Pc.RESULT_LIST_INBOX if r != NOBODY else Pc.RELEASE_LEASE
     q = _ph(p._replace(epitaph=FINAL, recipient=r, target=r, sender=a, deposit_kind=FINAL,
-                       pc=Pc.RESULT_LIST_INBOX if r != NOBODY else Pc.RELEASE_LEASE),
+                       pc=Pc.COMMIT_FINAL if split else after),
             committed_final=len(ag2.history.value.entries) - 1)
     out.append((Step("R-TERM-1", i, f"model: terminal response (reply to {name(r)})",
                      Action.MODEL_FINAL, also=("R-ADDR-3", "R-DEBT-2", "R-DEBT-4", "R-STEP-4")),
                 _put(s, i, q)))
+    if b.crashes and not split:
+        out += _final_then_crash(st, prof, scope, i)
     tw = ag._replace(call_due=False, window=Window.OPEN)
     tw = _committed(_noted_entry(tw, Entry(EntryKind.MODEL, tool_uses=1)))
     if b.tools:
@@ -809,6 +900,28 @@ def model_step(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     return out
 
 
+def _final_then_crash(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
+    """R-TR-3 / crash class: the terminal entry is renamed into `messages/` and its
+    driver dies before the commit (a terminal stray, R-DRAIN-8, R-SCAN-10)."""
+    p = st.procs[i]
+    ag = _terminal(st.agents[p.agent], renamed_only=True)
+    b = st.budget
+    s = _put(st, i, None, agents=_set_agent(st, p.agent, ag),
+             budget=b._replace(crashes=b.crashes - 1))
+    return [(Step("CRASH", i, "model: terminal response renamed; CRASH before its commit",
+                  Action.CRASH, also=("R-TERM-1",)), s)]
+
+
+def commit_final(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
+    """R-TR-3 commit the terminal entry just renamed into `messages/`, then the exit
+    protocol (R-TERM-2)."""
+    p = st.procs[i]
+    ag = _committed(st.agents[p.agent]._replace(stray_final=False))
+    s = st._replace(agents=_set_agent(st, p.agent, _ah(ag, unsynced=False)))
+    q = p._replace(pc=Pc.RESULT_LIST_INBOX if p.recipient != NOBODY else Pc.RELEASE_LEASE)
+    return [(Step("R-TR-3", i, "commit terminal entry", Action.COMMIT_FINAL), _put(s, i, q))]
+
+
 def tool_result(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     """R-LOCK-3 commit the tool result, stop check, then exec the successor hop
     with the lease kept (the baton; adoption R-LOCK-4 is the same process).
@@ -826,7 +939,7 @@ def tool_result(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
                 _terminate(_put(s, i, q), prof, scope, i, STOPPED, "tool result; stop flag seen")]
     return [(Step("R-LOCK-3", i, "commit tool result; exec successor hop (lease kept)",
                   Action.TOOL_RESULT, also=("R-LOCK-4",)),
-             _put(s, i, _hop_start(s, prof, q)))]
+             _put(s, i, _hop_start(s, prof, scope, q)))]
 
 
 def _terminate(st: State, prof: Profile, scope: Scope, i: int, ep: str, why: str) -> Succ:
@@ -987,6 +1100,21 @@ def _result_by_sweep(agents: tuple[Agent, ...], c: int, to: int, kind: str) -> t
     return (*agents[:c], author, *agents[c + 1:])
 
 
+REVIVE_LIMIT = 3  # R-SCAN-10: revivals at one tip before the scan gives up
+
+
+def revival_due(ag: Agent) -> bool:
+    """R-SCAN-10 for an agent not driven with no pending mail: it died mid-work with
+    work due (no stop or budget mark at the tip; a model call due with every tool
+    call answered, or a trailing open tool window), or its newest entry is a
+    terminal response left uncommitted (R-DRAIN-8 finishes it)."""
+    if ag.stray_final:
+        return True
+    if ag.parked_at_tip:
+        return False
+    return ag.window is Window.OPEN or (ag.call_due and ag.window is Window.CLOSED)
+
+
 def sweep(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     """R-SCAN-1/R-SCAN-4/R-SCAN-5 for every agent not driven that died mid-work
     (no pending mail, no stop or budget mark at the tip, work due or a tool
@@ -994,12 +1122,28 @@ def sweep(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     its tip: deposit `died` there on its behalf, moving the mark. R-SCAN-9: for
     an agent at rest whose newest entry is a final response whose deposit never
     landed (returned mark not at the tip), deposit that reply on its behalf.
+    R-SCAN-10: every agent not driven, with no pending mail, that died with work
+    due (or left a terminal entry uncommitted) gets a launch, unless the scan
+    revived it REVIVE_LIMIT times at its current tip already.
     One atomic pass; R-SCAN-6 holds each lock while it reads and deposits."""
     agents = st.agents
     in_flight = st.in_flight
     swept = []
+    revived: list[int] = []
     for c, ag in enumerate(st.agents):
-        if not ag.exists or locked(st, c) or ag.returned_at_tip:
+        if not ag.exists or locked(st, c):
+            continue
+        if prof.scan_revival and not ag.inbox and revival_due(ag):
+            if ag.revivals < REVIVE_LIMIT:
+                x = agents[c]
+                x = x._replace(revivals=x.revivals + 1,
+                               pending_launches=min(scope.launch_cap, x.pending_launches + 1))
+                x = _ah(x, revived_at=(*x.history.value.revived_at, x.history.value.commits))
+                agents = (*agents[:c], x, *agents[c + 1:])
+                revived.append(c)
+            else:
+                swept.append(f"gave up on {name(c)}")
+        if ag.returned_at_tip or ag.stray_final:
             continue
         par = scope.parents[c]
         mid_work = ag.call_due or ag.window is not Window.CLOSED
@@ -1016,10 +1160,13 @@ def sweep(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
             agents = _result_by_sweep(agents, c, to, FINAL)
             in_flight = _flight_add(in_flight, Dep(to, c, FINAL))
             swept.append(f"re-sent {name(c)}'s reply to {name(to)}")
+    swept += [f"revive {name(c)}" for c in revived]
     text = f"sweep: {', '.join(swept)}" if swept else "sweep: nothing"
     s = _put(st, i, st.procs[i]._replace(pc=Pc.FLUSH), agents=agents, in_flight=in_flight)
     also = ("R-SCAN-4", "R-SCAN-5", "R-SCAN-6") + (("R-SCAN-9",) if "re-sent" in text else ())
-    return [(Step("R-SCAN-1", i, text, Action.SWEEP, also=also), s)]
+    also += ("R-SCAN-10",) if revived else ()
+    return [(Step("R-SCAN-1", i, text, Action.SWEEP, also=also, launched=tuple(revived),
+                  funding=Funding.SCAN_REVIVAL if revived else None), s)]
 
 
 def flush(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
@@ -1080,6 +1227,12 @@ PROGRAMS: dict[Role, tuple[Instruction, ...]] = {
         Instruction(Pc.COMMIT_ENTRY, commit_entry, "R-TR-3, R-STEP-3"),
         Instruction(Pc.DECLINE_UNPAIRED, decline, "R-STEP-3, R-STEP-5"),
         Instruction(Pc.MODEL_STEP, model_step, "R-STEP-4, R-STEP-5, R-STEP-7, R-TERM-1"),
+        Instruction(Pc.COMMIT_FINAL, commit_final, "R-TR-3"),
+        # R-DRAIN-8: a lost reply leaves before the drain (the writer's path)
+        Instruction(Pc.LOST_LIST, lost_list, "R-DRAIN-8, R-DEP-2"),
+        Instruction(Pc.LOST_PUBLISH, _sub(deposit_publish, Pc.LOST_PROBE), "R-DEP-6, R-DEP-8"),
+        Instruction(Pc.LOST_PROBE, lost_probe, "R-PROBE-1"),
+        Instruction(Pc.LOST_LAUNCH, lost_launch, "R-LAUNCH-1"),
         # a `message` / `dispatch` tool: the writer's path (R-PROBE-4, R-PROBE-6)
         Instruction(Pc.TOOL_LIST_INBOX, _sub(deposit_list, Pc.TOOL_PUBLISH), "R-DEP-2"),
         Instruction(Pc.TOOL_PUBLISH, _sub(deposit_publish, Pc.TOOL_PROBE), "R-DEP-6"),
@@ -1101,7 +1254,8 @@ PROGRAMS: dict[Role, tuple[Instruction, ...]] = {
         Instruction(Pc.REVIVAL_LAUNCH, revival_launch, "R-TERM-2 (4)"),
     ),
     Role.SCANNER: (  # `lernie scan`: one sweep, then the flush
-        Instruction(Pc.SWEEP, sweep, "R-SCAN-1, R-SCAN-4, R-SCAN-5, R-SCAN-6, R-SCAN-9"),
+        Instruction(Pc.SWEEP, sweep,
+                    "R-SCAN-1, R-SCAN-4, R-SCAN-5, R-SCAN-6, R-SCAN-9, R-SCAN-10"),
         Instruction(Pc.FLUSH, flush, "R-SCAN-2"),
     ),
 }
@@ -1164,6 +1318,7 @@ RULES: dict[str, Callable[..., object]] = {
     "R-DRAIN-3": drain_list,
     "R-DRAIN-4": drain_move,
     "R-DRAIN-5": reread,
+    "R-DRAIN-8": lost_reply,
     "R-STEP-1": start_driver,
     "R-STEP-2": settle_window,
     "R-STEP-3": _warrant,
@@ -1191,6 +1346,7 @@ RULES: dict[str, Callable[..., object]] = {
     "R-SCAN-5": sweep,
     "R-SCAN-6": sweep,
     "R-SCAN-9": sweep,
+    "R-SCAN-10": revival_due,
     "R-STOP-1": stop_agent,
     "R-STOP-3": stop_agent,
     "R-STOP-6": tool_result,
@@ -1221,13 +1377,13 @@ NOT_MODELLED: dict[str, str] = {
     "R-LAUNCH-2": "process spawning details",
     "R-DRAIN-6": "worktrees are never removed in the model",
     "R-DRAIN-7": "undecodable bytes: content is abstract",
-    "R-DRAIN-8": "a terminal entry left uncommitted by a crash: not yet modelled",
     "R-STEP-6": "model adapters: the model call is a nondeterministic choice",
     "R-STEP-8": "provider adapters: the model call is a nondeterministic choice",
     "R-SCAN-3": "report format",
+    "R-SCAN-11": "a result's publication and its returned mark are one step in the model, "
+    "so no mark is ever left behind to repair (§19)",
     "R-SCAN-7": "error texts",
     "R-SCAN-8": "documented residuals, not behaviour",
-    "R-SCAN-10": "the scan's revival of a dead agent with work due: not yet modelled",
     "R-STATUS-5": "read-only report",
     "R-STOP-2": "holder discovery via /proc: the model flags the holder directly",
     "R-STOP-4": "signal delivery: the model sets the holder's flag",
@@ -1275,6 +1431,7 @@ POINTS: dict[Action, frozenset[str]] = {
     Action.DECLINE: frozenset(),  # the hop's error exit: no point, the actor raises
     Action.ERROR_EXIT: frozenset(),
     Action.MODEL_FINAL: frozenset({Point.TRANSCRIPT_RENAMED}),
+    Action.COMMIT_FINAL: frozenset({Point.TRANSCRIPT_COMMITTED}),
     Action.MODEL_TOOL_USE: frozenset({Point.TRANSCRIPT_RENAMED}),
     Action.PARKING_EVENT: frozenset(
         {Point.TERMINAL_STOPPED_MARKED, Point.HOP_BUDGET_EXHAUSTED, Point.TRANSCRIPT_RENAMED}),

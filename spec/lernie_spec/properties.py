@@ -173,11 +173,12 @@ def held(st: State, a: int) -> bool:
 
 
 def expected_sweep(st: State, scope: Scope) -> set[tuple[int, int, str]]:
-    """R-SCAN-4/5/9: (author, recipient, kind) of every result the sweep owes."""
+    """R-SCAN-4/5/9: (author, recipient, kind) of every result the sweep owes.
+    A terminal entry not yet committed owes nothing yet (R-SCAN-9 reads the tip)."""
     out: set[tuple[int, int, str]] = set()
     for c, ag in enumerate(st.agents):
         h = ag.history.value
-        if not ag.exists or held(st, c) or returned_at_tip(h):
+        if not ag.exists or held(st, c) or returned_at_tip(h) or h.unsynced:
             continue
         due = work_due(h.entries)
         par = scope.parents[c]
@@ -189,6 +190,42 @@ def expected_sweep(st: State, scope: Scope) -> set[tuple[int, int, str]]:
             owed, to = reply(h.entries, c, scope)
             if owed and to >= 0 and st.agents[to].exists:
                 out.add((c, to, FINAL))
+    return out
+
+
+def trailing_open_window(entries: tuple[Entry, ...]) -> bool:
+    """R-STEP-2: the newest model entry has tool uses, and nothing but fewer tool
+    results than it has uses follows it."""
+    results = 0
+    for e in reversed(entries):
+        if e.kind is EntryKind.TOOL_RESULT:
+            results += 1
+        elif e.kind is EntryKind.MODEL:
+            return e.tool_uses > results
+        else:
+            return False
+    return False
+
+
+def given_up(h: AgentHistory) -> bool:
+    """R-SCAN-10's crash-loop guard: three revivals already at the current tip."""
+    return h.revived_at.count(h.commits) >= 3
+
+
+def expected_revival(st: State, scope: Scope) -> set[int]:
+    """R-SCAN-10: the agents a scan's sweep must relaunch: not held, no pending mail,
+    and either dead with work due (a model call due, or a trailing open tool window;
+    no stop or budget mark at the tip) or holding a terminal entry that never got
+    its commit; the crash-loop guard excepted."""
+    out = set()
+    for c, ag in enumerate(st.agents):
+        h = ag.history.value
+        if not ag.exists or held(st, c) or ag.inbox or given_up(h):
+            continue
+        stray = h.unsynced and bool(h.entries) and is_terminal(h.entries[-1])
+        due = work_due(h.entries) == "call due" or trailing_open_window(h.entries)
+        if stray or (due and not parked_at_tip(h)):
+            out.add(c)
     return out
 
 
@@ -399,8 +436,11 @@ def i8_funded_launches(e: Edge) -> bool:
             tip = pre.agents[p.agent].history.value
             if not any(r.kind == FINAL and r.recipient == t for r in tip.results):
                 return False
-        elif step.funding is Funding.FLUSH and (
-                p.role is not Role.SCANNER or not pre.agents[t].inbox or prior.count(t)):
+        elif step.funding is Funding.FLUSH:
+            if p.role is not Role.SCANNER or not pre.agents[t].inbox or prior.count(t):
+                return False
+        elif step.funding is Funding.SCAN_REVIVAL and (
+                p.role is not Role.SCANNER or t not in expected_revival(pre, e.scope)):
             return False
     return True
 
@@ -528,8 +568,9 @@ def i18_stray_recovery(e: Edge) -> bool:
 
 def i19_recovery(e: Edge) -> bool:
     """With no process left and no launch in flight, crashes included: no lock is
-    held, every agent with work due can be picked up, and every reply owed to an
-    agent has landed or is one the sweep re-sends."""
+    held, every agent with work due can be picked up, every reply owed to an
+    agent has landed or is one the sweep re-sends, and no earlier owed reply was
+    lost (R-DRAIN-8). That a scan then relaunches the dead is I-20."""
     st = e.post
     if not _at_rest(st):
         return True
@@ -540,6 +581,8 @@ def i19_recovery(e: Edge) -> bool:
             continue
         h = ag.history.value
         par = e.scope.parents[a]
+        if h.unsynced:
+            continue  # a terminal entry left uncommitted: the next scan revives it (I-20)
         if work_due(h.entries) != "nothing due":
             reported = returned_at_tip(h) and h.results[-1].kind == DIED
             if not (ag.inbox or parked_at_tip(h) or reported or par == NOBODY
@@ -550,7 +593,30 @@ def i19_recovery(e: Edge) -> bool:
             landed = any(r.kind == FINAL and r.tip == h.commits for r in h.results)
             if owed and to >= 0 and st.agents[to].exists and returned_at_tip(h) and not landed:
                 return False
+        # No owed reply is ever lost (R-DRAIN-8): every terminal response that owed a
+        # reply to an agent has one deposited, but the newest one the next scan re-sends.
+        owing = 0
+        for k, x in enumerate(h.entries):
+            if is_terminal(x):
+                owed, to = reply(h.entries[: k + 1], a, e.scope)
+                owing += owed and to >= 0 and st.agents[to].exists
+        sent = sum(1 for r in h.results if r.kind == FINAL)
+        newest_unsent = bool(h.entries) and is_terminal(h.entries[-1]) and (
+            h.unsynced or not returned_at_tip(h))
+        if sent < owing - newest_unsent:
+            return False
     return True
+
+
+def i20_scan_revives(e: Edge) -> bool:
+    """A scan leaves no dead agent with work due without a driver: after the
+    sweep, every agent R-SCAN-10 names has a launch pending, and the sweep
+    launched no other agent."""
+    pre, _ = _steps(e)
+    owed = expected_revival(pre, e.scope)
+    if not _launch_diff(e) <= owed:
+        return False
+    return all(e.post.agents[a].pending_launches > 0 for a in owed)
 
 
 def _state(fn: Callable[[State], bool]) -> Predicate:
@@ -580,6 +646,7 @@ INVARIANTS: dict[str, Invariant] = {
     "I-17": Invariant("existence before deposit", Kind.STEP, i17_existence),
     "I-18": Invariant("stray recovery", Kind.STEP, i18_stray_recovery, _DRAIN_OR_MODEL),
     "I-19": Invariant("recovery after a crash", Kind.STATE, i19_recovery),
+    "I-20": Invariant("a scan revives", Kind.STEP, i20_scan_revives, frozenset({Action.SWEEP})),
 }
 TITLES = {k: v.title for k, v in INVARIANTS.items()}
 _STATE = [(k, v.holds) for k, v in INVARIANTS.items() if v.kind is Kind.STATE and v.holds]

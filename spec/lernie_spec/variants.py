@@ -51,6 +51,9 @@ VARIANTS: tuple[Variant, ...] = (
        "the drain does not commit a crashed delivery first", stray_recovery=False),
     _v("stopped-obituary-wakes-parent", ("I-9",),
        "a stopped exit probes its parent", stopped_wakes_parent=True),
+    _v("no-scan-revival", ("I-20",),
+       "the scan reports a dead agent but relaunches nothing (upstream, D-24)",
+       scan_revival=False),
 )
 
 BY_NAME = {v.name: v for v in VARIANTS}
@@ -76,8 +79,8 @@ DEFAULT: tuple[NamedScope, ...] = (
                                scans=1, crashes=1, tools=1, sends=0, exhaust=1, max_procs=2),
                "P and C exist: one message, a tool step, a stop, a scan, a crash, a budget"),
     NamedScope("two-scans", Scope(_TREE, (True, True), messages=1, advances=0, stops=0,
-                                  scans=2, crashes=1, tools=1, sends=0, exhaust=0, max_procs=2),
-               "P and C exist: one message, a tool step, a crash, two scans"),
+                                  scans=2, crashes=2, tools=1, sends=0, exhaust=0, max_procs=2),
+               "P and C exist: one message, a tool step, two crashes, two scans"),
     NamedScope("exchange", Scope(_TREE, (True, False), messages=1, advances=0, stops=0,
                                  scans=0, crashes=0, tools=0, sends=2, exhaust=0, max_procs=2),
                "P and its child C: one operator message, two model sends (dispatch, message)"),
@@ -93,10 +96,9 @@ DEFAULT: tuple[NamedScope, ...] = (
                                         max_procs=2, errors=1),
                "P and its child C: one message, a tool step, two sends, a failing model call"),
     NamedScope("siblings", Scope((NOBODY, 0, 0), (True, True, True), messages=1, advances=0,
-                                 stops=1, scans=1, crashes=1, tools=0, sends=1, exhaust=0,
+                                 stops=0, scans=1, crashes=1, tools=0, sends=1, exhaust=0,
                                  max_procs=2, message_to=(1,)),
-               "P with children C and S: the operator messages C; a send, a stop, a scan, "
-               "a crash"),
+               "P with children C and S: the operator messages C; a send, a scan, a crash"),
 )
 
 # Worlds beyond the default, for `lernie-check --scope NAME`.

@@ -67,7 +67,8 @@ CATALOGUE: tuple[Mutant, ...] = (
       "author = agents[c]._replace(returned_at_tip=False)\n    h = author.history.value\n"
       "    author = _ah(author, results=(*h.results, Publication(to, kind, h.commits, True)))"),
     M("commit-keeps-returned-mark", "a commit leaves the returned mark 'at the tip'",
-      "ag = ag._replace(returned_at_tip=False)\n", "ag = ag._replace()\n"),
+      "ag = ag._replace(returned_at_tip=False, parked_at_tip=False, revivals=0)",
+      "ag = ag._replace(parked_at_tip=False, revivals=0)"),
     M("stop-mark-not-set", "a stopped/budget event sets no mark (folded into returned)",
       "ag = st.agents[p.agent]._replace(parked_at_tip=True)",
       "ag = st.agents[p.agent]._replace(parked_at_tip=False)"),
@@ -85,8 +86,9 @@ CATALOGUE: tuple[Mutant, ...] = (
       "ag = st.agents[p.agent]._replace(window=Window.CLOSED, call_due=False)"),
     M("final-deposited-uncommitted", "the final response is deposited before (without) "
       "its commit (step order)",
-      "    ag2 = _terminal(ag)\n    s = st._replace(agents=_set_agent(st, a, ag2))",
-      "    ag2 = _terminal(ag)\n    s = st"),
+      "    ag2 = _terminal(ag, renamed_only=split)\n"
+      "    s = st._replace(agents=_set_agent(st, a, ag2))",
+      "    ag2 = _terminal(ag, renamed_only=split)\n    s = st"),
     M("revival-wakes-parent", "the revival probes parent_of instead of the recipient",
       "p = st.procs[i]._replace(target=st.procs[i].recipient)",
       "p = st.procs[i]._replace(target=parent_of(scope, st.procs[i].agent))"),
@@ -104,15 +106,15 @@ CATALOGUE: tuple[Mutant, ...] = (
     M("drain-results-first", "own-child results are delivered before plain mail (R-DRAIN-4)",
       "q = tuple(plain + res)", "q = tuple(res + plain)"),
     M("no-stray-recovery", "the hop does not commit strays first (R-DRAIN-2)",
-      "if ag.uncommitted and prof.stray_recovery:", "if False:"),
+      "if (ag.uncommitted or ag.stray_final) and prof.stray_recovery:", "if False:"),
     M("baton-drops-lease", "the tool result's successor hop runs without the lease (R-LOCK-3)",
       'q = p._replace(tool="", target=NOBODY, sender=NOBODY, number=0)',
       'q = p._replace(tool="", target=NOBODY, sender=NOBODY, number=0, lease=False)'),
     M("busy-probe-holds", "a probe that reads busy takes the lock anyway",
       "_put(st, i, p._replace(pc=busy)))]", "_put(st, i, p._replace(pc=nxt, probe_on=p.target)))]"),
     M("sweep-ignores-lock", "the sweep judges agents that are being driven (R-SCAN-6)",
-      "if not ag.exists or locked(st, c) or ag.returned_at_tip:",
-      "if not ag.exists or ag.returned_at_tip:"),
+      "if not ag.exists or locked(st, c):\n            continue\n        if prof.scan_revival",
+      "if not ag.exists:\n            continue\n        if prof.scan_revival"),
     M("sweep-died-with-mail", "the sweep reports a death with mail pending (R-SCAN-4 a)",
       "if mid_work and not ag.inbox and not ag.parked_at_tip:",
       "if mid_work and not ag.parked_at_tip:"),
@@ -124,17 +126,30 @@ CATALOGUE: tuple[Mutant, ...] = (
     M("commit-forgets-deposit", "a commit does not account for its delivered deposit (I-5)",
       "in_flight=_flight_remove(st.in_flight, d))", "in_flight=st.in_flight)"),
     M("settle-before-strays", "the hop settles a crashed window before it recovers strays",
-      "    if ag.uncommitted and prof.stray_recovery:\n"
+      "    if (ag.uncommitted or ag.stray_final) and prof.stray_recovery:\n"
       "        return p._replace(pc=Pc.RECOVER_STRAYS)\n"
       "    if ag.window is Window.OPEN and prof.crash_settlement:\n"
       "        return p._replace(pc=Pc.SETTLE_WINDOW)\n",
       "    if ag.window is Window.OPEN and prof.crash_settlement:\n"
       "        return p._replace(pc=Pc.SETTLE_WINDOW)\n"
-      "    if ag.uncommitted and prof.stray_recovery:\n"
+      "    if (ag.uncommitted or ag.stray_final) and prof.stray_recovery:\n"
       "        return p._replace(pc=Pc.RECOVER_STRAYS)\n",
-      equivalent="the model's strays are delivered deposits, and a model entry's rename and "
-      "commit are one step (SPEC §19 Atomicity), so a stray and an open window never meet at "
-      "a hop's start; in the code they do, and tests/fault/test_recovery.py pins the order"),
+      equivalent="the model's strays are delivered deposits and terminal entries, and a "
+      "tool-calling model entry's rename and commit are one step (SPEC §19 Atomicity), so a "
+      "stray and an open window never meet at a hop's start; in the code they do, and "
+      "tests/fault/test_recovery.py pins the order"),
+    M("revival-skips-terminal-stray", "the scan does not relaunch an agent whose terminal "
+      "entry was left uncommitted (R-SCAN-10, R-DRAIN-8)",
+      "    if ag.stray_final:\n        return True\n    if ag.parked_at_tip:",
+      "    if ag.stray_final:\n        return False\n    if ag.parked_at_tip:"),
+    M("revival-ignores-stop-mark", "the scan relaunches an agent stopped at its tip "
+      "(R-SCAN-4 b, R-SCAN-10)",
+      "    if ag.parked_at_tip:\n        return False\n",
+      "    if False:\n        return False\n"),
+    M("revival-ignores-mail", "the scan also relaunches an agent with pending mail (the "
+      "flush's case: two launches, R-SCAN-10)",
+      "if prof.scan_revival and not ag.inbox and revival_due(ag):",
+      "if prof.scan_revival and revival_due(ag):"),
     M("no-stop-cascade", "`lernie stop` does not reach descendants (R-STOP-3)",
       "if prof.stop_cascade:", "if False:",
       equivalent="no invariant asks a stop to reach a child: a child that is not stopped "

@@ -74,6 +74,7 @@ SCOPE = Scope(
     initial=(True, False, False),
     messages=99, advances=0, stops=99, scans=99, crashes=99, tools=99, sends=99,
     exhaust=99, max_procs=99, max_seq=99, launch_cap=99, errors=0,
+    split_commit=True,  # the real driver passes a terminal entry's rename and its commit
 )
 """The model's world for refinement: budgets are the program's, not the model's."""
 
@@ -233,6 +234,7 @@ class AgentView(NamedTuple):
     parked_at_tip: bool
     pending_launches: int
     holders: frozenset[object]
+    stray_final: bool  # the newest entry is a terminal model entry not yet committed
 
 
 View = tuple[AgentView, ...]
@@ -337,14 +339,6 @@ def tracked_paths(worktree: Path) -> set[str]:
     return out
 
 
-def revival_due(st: State, a: int) -> bool:
-    """R-SCAN-10 on the model state: died mid-work (R-SCAN-4) with work due."""
-    ag = st.agents[a]
-    if not ag.exists or M.locked(st, a) or ag.inbox or ag.parked_at_tip:
-        return False
-    return ag.window is M.Window.OPEN or (ag.call_due and ag.window is M.Window.CLOSED)
-
-
 class World:
     """One real workspace, its actors, and the set of model states consistent with it."""
 
@@ -366,7 +360,6 @@ class World:
         self.models: list[tuple[State, tuple[int, ...]]] = [(M.initial(SCOPE), ())]
         self.trace: list[str] = []  # the implementation's points, swimlane rows
         self.replies = 0
-        self.revivals: dict[int, tuple[str, int]] = {}  # agent -> (tip, revivals seen there)
 
     # -------------------------------------------------------------- ids
 
@@ -408,7 +401,7 @@ class World:
                 # prompt is a message to a root that already exists).
                 root = SCOPE.parents[a] == NOBODY and SCOPE.initial[a]
                 views.append(AgentView(root, (), NOBODY, False, False, False, False, "closed",
-                                       (), False, False, 0, frozenset()))
+                                       (), False, False, 0, frozenset(), False))
                 continue
             inbox = ws.root / INBOX_DIR / aid
             pend: list[tuple[int, str]] = []
@@ -424,6 +417,7 @@ class World:
             entries: list[tuple[str, object]] = []
             uncommitted: list[tuple[int, str]] = []
             executor_pending = False
+            stray_final = False
             for name in sorted(files, key=lambda n: int(_ENTRY.match(n).group(1))  # type: ignore[union-attr]
                                if _ENTRY.match(n) else 0):
                 m = _ENTRY.match(name)
@@ -446,6 +440,7 @@ class World:
                                and b.get("type") == "tool_use")
                     entries.append(("model", uses))
                     executor_pending |= not committed
+                stray_final = entries[-1] == ("model", 0) and not committed
             facts = transcript_facts(entries, a, SCOPE.parents)
             tip = refs[AGENT_REF_PREFIX + aid]
 
@@ -463,7 +458,7 @@ class World:
                 True, tuple(sorted(pend)), *facts, tuple(sorted(uncommitted)),
                 at_tip(MarkKind.RETURNED.value),
                 at_tip(MarkKind.STOPPED.value) or at_tip(MarkKind.BUDGET_EXHAUSTED.value),
-                unstarted.count(aid), self._holders(inbox)))
+                unstarted.count(aid), self._holders(inbox), stray_final))
         return tuple(views)
 
     def _published_results(self) -> set[tuple[str, str]]:
@@ -519,7 +514,7 @@ class World:
         for a, ag in enumerate(st.agents):
             if not ag.exists:
                 views.append(AgentView(False, (), NOBODY, False, False, False, False, "closed",
-                                       (), False, False, 0, frozenset()))
+                                       (), False, False, 0, frozenset(), False))
                 continue
             holders: set[object] = {ids[i] for i, p in enumerate(st.procs)
                                     if (p.lease and p.agent == a) or p.probe_on == a}
@@ -530,7 +525,7 @@ class World:
                 ag.answered, ag.asked_since_answer, ag.owed_at_answer, ag.call_due,
                 ag.window.value, tuple(sorted((d.sender, d.kind) for d in ag.uncommitted)),
                 ag.returned_at_tip, ag.parked_at_tip, ag.pending_launches,
-                frozenset(holders)))
+                frozenset(holders), ag.stray_final))
         return tuple(views)
 
     # -------------------------------------------------------------- matching
@@ -753,39 +748,21 @@ class World:
         return result
 
     def scan(self) -> None:
-        """`lernie scan`, run straight through (one atomic input; the model's sweep is).
-
-        The model has no revival (R-SCAN-10, D-24): the machine adds it here, predicted
-        from the model state alone. After the model's sweep and flush, every agent that
-        (before the sweep) was not driven, had no pending deposit, no stopped or budget
-        mark at its tip, and had work due (a model call due with every tool call
-        answered, or a trailing open tool window) gets one more pending launch; unless
-        the crash-loop guard gave up on it, which the machine predicts from its own
-        count of the revivals it saw at the same branch tip (3 at most)."""
+        """`lernie scan`, run straight through (one atomic input; the model's sweep is):
+        the sweep, with its revivals and their crash-loop guard (R-SCAN-10), then the
+        flush, all the model's own steps."""
         from lernie_ref.core.actor import run
 
         self.trace.append("scan: lernie scan")
-        tips = read_refs(self.ws.repo_git, (AGENT_REF_PREFIX,))
-        tip_of = [tips.get(AGENT_REF_PREFIX + aid, "") if aid else "" for aid in self.ids]
-        given_up = {a for a, (tip, n) in self.revivals.items() if tip == tip_of[a] and n >= 3}
         run(scan_actor(self.ws, self.launcher, self.clock))
         cands = []
-        revived: dict[tuple[State, tuple[int, ...]], frozenset[int]] = {}
         for st, ids in self.models:
-            due = frozenset(a for a in range(len(st.agents))
-                            if revival_due(st, a) and a not in given_up)
             for _, s1 in M.ext_scan(st, M.Profile(), SCOPE):
                 j = len(s1.procs) - 1
                 for _, s2 in M.sweep(s1, M.Profile(), SCOPE, j):
                     for _, s3 in M.flush(s2, M.Profile(), SCOPE, j):
-                        for a in sorted(due):
-                            s3 = s3._replace(agents=M._launch(s3, SCOPE, a))
                         cands.append((s3, ids))
-                        revived[(s3, ids)] = due
         self._check(cands, "lernie scan", self.models)
-        for a in set().union(*(revived.get(c, frozenset()) for c in self.models)):
-            tip, n = self.revivals.get(a, ("", 0))
-            self.revivals[a] = (tip_of[a], n + 1 if tip == tip_of[a] else 1)
 
     def stoppable(self) -> list[int]:
         out = set()

@@ -284,12 +284,11 @@ def check(world: World, published: set[str], label: str) -> None:
         count = bodies.count(token)
         assert count == 1 if token in published else count <= 1, (label, token, count)
     # The independent reader of the workspace: numbering and one commit per entry, the
-    # deliveries, and every result and owed reply (I-4, I-5, I-11, I-12). Its marks check
-    # is left out: a kill between a result's publish and its returned mark (R-DEP-8) leaves
-    # the mark behind, which no touch repairs yet and the audit counts as a violation.
+    # deliveries, every result and owed reply, and the returned marks (I-4, I-5, I-11,
+    # I-12, I-14): a mark a kill left behind between a result's publish and its move is
+    # repaired by the next touch (R-SCAN-11).
     report = audit(ws.root)
-    found = [f for f in report.violations() if f.check != "marks"]
-    assert found == [], (label, report.text())
+    assert report.violations() == [], (label, report.text())
 
 
 def at_rest(world: World, label: str) -> None:

@@ -15,14 +15,17 @@ import pytest
 from conftest import run_cli, wait_quiescent
 from lernie_stateful.audit import audit
 
-from lernie_ref.actors.sweep import REVIVE_LIMIT, scan, scan_actor
+from lernie_ref.actors.sweep import REVIVE_LIMIT, mark_value, scan, scan_actor
 from lernie_ref.core.actor import Stepper, run
 from lernie_ref.core.clock import SystemClock
 from lernie_ref.core.frontmatter import split_frontmatter
+from lernie_ref.core.vocab import MarkKind
 from lernie_ref.inbox import RecordingLauncher, cli_dispatch, cli_message, cli_prompt
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import Inline, Point, drive
 from tests.driver.util import entries, worktree_clean
+
+RETURNED = MarkKind.RETURNED.value
 
 
 def status_rows(ws: Workspace) -> tuple[dict[str, dict[str, object]], str]:
@@ -212,9 +215,13 @@ def test_r_scan_5_a_scan_killed_between_an_obituary_and_its_mark_does_not_repeat
     actor.close()  # killed: the obituary is published, the mark not moved
     died = [p for p in os.listdir(ws.inbox_dir(root)) if not p.startswith(".")]
     assert len(died) == 1
+    tip = ws.branch_tip(child)
+    assert mark_value(ws, RETURNED, child) != tip
+    assert [f.check for f in audit(ws.root).violations()] == ["marks"]
     inline = Inline(ws)
     report = run(scan_actor(ws, inline.launcher, SystemClock()))
     assert report.swept == []
+    assert mark_value(ws, RETURNED, child) == tip  # R-SCAN-11: repaired, not re-sent
     assert inline.settle()
     obituaries = [
         p for p in (ws.worktree(root) / "messages").glob(f"*-{child}.md")
@@ -222,3 +229,57 @@ def test_r_scan_5_a_scan_killed_between_an_obituary_and_its_mark_does_not_repeat
     ]
     assert len(obituaries) == 1
     assert answered(ws, child)
+    report_after = audit(ws.root)
+    assert report_after.violations() == [], report_after.text()
+
+
+def _reply_published_mark_left_behind(ws: Workspace) -> tuple[str, str, str]:
+    """A child killed between its reply's publish and its returned mark (R-DEP-8)."""
+    rec = RecordingLauncher()
+    root = cli_prompt(ws, "lead", "", rec)
+    drive(ws, root)
+    child = cli_dispatch(ws, root, "build it", "", rec)
+    Inline(ws).crash_at(child, Point.DEPOSIT_PUBLISHED)
+    tip = ws.branch_tip(child)
+    assert mark_value(ws, RETURNED, child) != tip
+    assert [f.check for f in audit(ws.root).violations()] == ["marks"]
+    return root, child, tip
+
+
+def _replies(ws: Workspace, root: str, child: str) -> int:
+    return sum(
+        1 for p in (ws.worktree(root) / "messages").glob(f"*-{child}.md")
+        if re.search(r"^epitaph: *final-response *$", p.read_text(), re.M)
+    )
+
+
+def test_r_scan_11_a_reply_whose_mark_a_kill_left_behind_is_repaired_by_the_next_scan(
+    ws: Workspace, capfd: pytest.CaptureFixture[str]
+) -> None:
+    root, child, tip = _reply_published_mark_left_behind(ws)
+    inline = Inline(ws)
+    report = run(scan_actor(ws, inline.launcher, SystemClock()))
+    assert report.resent == [] and report.swept == [] and report.revived == []
+    assert mark_value(ws, RETURNED, child) == tip
+    assert "(R-SCAN-11)" in capfd.readouterr().err
+    assert inline.settle()
+    assert _replies(ws, root, child) == 1
+    report_after = audit(ws.root)
+    assert report_after.violations() == [], report_after.text()
+
+
+def test_r_scan_11_a_reply_whose_mark_a_kill_left_behind_is_repaired_by_the_next_hop(
+    ws: Workspace,
+) -> None:
+    root, child, tip = _reply_published_mark_left_behind(ws)
+    # The operator's mail: its answer goes to nobody, so no later result moves the mark.
+    cli_message(ws, child, "one more thing", "user", RecordingLauncher())
+    inline = Inline(ws)
+    inline.hop(child)  # repairs the mark before its drain moves the tip
+    assert mark_value(ws, RETURNED, child) == tip
+    assert ws.branch_tip(child) != tip
+    inline.hop(root)  # the reply the kill left pending is delivered once
+    assert inline.settle()
+    assert _replies(ws, root, child) == 1
+    report_after = audit(ws.root)
+    assert report_after.violations() == [], report_after.text()

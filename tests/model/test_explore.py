@@ -59,6 +59,34 @@ def test_i_7_lost_wakeup_shortest_trace_is_six_steps() -> None:
     assert quiescent(vio.trace[-1][1])
 
 
+def test_i_20_no_scan_revival_is_caught_by_a_short_trace() -> None:
+    # Upstream's scan (D-24): a message reaches the root (4 steps: list, publish, probe,
+    # launch), its driver takes the lease, lists and moves the deposit (3 steps) and is
+    # killed before the model call; a scan starts and sweeps (2 steps). The sweep finds
+    # the root dead with a model call due and relaunches nothing: 10 steps.
+    vio = outcome("no-scan-revival").found["I-20"][0]
+    assert len(vio.trace) == 10
+    rules = [s.rule for s, _ in vio.trace]
+    assert "CRASH" in rules and rules[-1] == "R-SCAN-1"
+    pre = vio.trace[-2][1]
+    assert not pre.procs[0].lease  # the scanner alone: nobody holds the dead root
+    assert all(a.pending_launches == 0 for a in vio.trace[-1][1].agents)
+
+
+def test_i_20_holds_for_the_reference_after_the_same_steps() -> None:
+    # The same run under the reference: the sweep launches a driver for the dead root.
+    vio, world = outcome("no-scan-revival").found["I-20"]
+    pre = vio.trace[-2][1]
+    prof = Profile()
+    scope = SCOPES[world].scope
+    sweeps = [(st, s2) for st, s2 in successors(pre, prof, scope)
+              if st.text.startswith("sweep")]
+    assert sweeps
+    for step, post in sweeps:
+        assert step.launched and "revive P" in step.text
+        assert not step_violations(pre, step, post, scope)
+
+
 def test_i_5_overwriting_deposit_shortest_trace_is_four_steps() -> None:
     # Two operator writers list the same inbox (2 steps, both take user-001),
     # both publish (2 steps); the second rename replaces the first file.

@@ -63,7 +63,7 @@ PARENTS = (NOBODY, 0, NOBODY)
 """The kit's world: roots ``P`` and ``S``; ``C`` is the child ``P`` may dispatch."""
 
 VERBS = ("prompt", "message", "scan", "stop", "kill", "wait")
-SEARCH_LIMIT = 200_000
+SEARCH_LIMIT = 300_000
 """Nodes the model search may visit for one program; beyond it the program is skipped."""
 
 
@@ -199,15 +199,21 @@ def model_observation(st: State) -> Observation:
     return _obs(out)
 
 
-def _history_key(st: State) -> tuple[object, ...]:
+def _history_key(st: State, cache: dict[int, tuple[object, object]]) -> tuple[object, ...]:
     """What the observation reads from the ghost history (states merged by the model's
-    equality may differ in it)."""
+    equality may differ in it). A transition that changes an agent's history makes a new
+    ghost, so the key of each ghost is computed once (``cache``, by identity; the ghost is
+    kept in it, so its identity is never reused)."""
     out = []
     for ag in st.agents:
-        h = ag.history.value
-        out.append((tuple(sorted((e.sender, e.deposit_kind) for e in h.entries
-                                 if e.kind is M.EntryKind.DELIVERED)),
-                    sum(1 for e in h.entries if e.kind is M.EntryKind.MODEL and not e.tool_uses)))
+        hit = cache.get(id(ag.history))
+        if hit is None:
+            h = ag.history.value
+            key = (tuple(sorted((e.sender, e.deposit_kind) for e in h.entries
+                                if e.kind is M.EntryKind.DELIVERED)),
+                   sum(1 for e in h.entries if e.kind is M.EntryKind.MODEL and not e.tool_uses))
+            hit = cache[id(ag.history)] = (ag.history, key)
+        out.append(hit[1])
     return tuple(out)
 
 
@@ -225,7 +231,11 @@ def _scope(p: Program) -> Scope:
     tools = sum(map(sum, allow))
     sends = sum(sum(a[1:]) for a in allow)
     count = Counter(i.verb for i in p.inputs)
-    return Scope(parents=PARENTS, initial=(True, False, True),
+    prompted = {i.agent for i in p.inputs if i.verb == "prompt"}
+    # A root exists in the model from the start (R-PROBE-5: its prompt is then a message);
+    # one the program never prompts does not exist at all.
+    initial = tuple(PARENTS[a] == NOBODY and NAMES[a] in prompted for a in range(len(NAMES)))
+    return Scope(parents=PARENTS, initial=initial,
                  messages=count["prompt"] + count["message"], advances=0,
                  stops=count["stop"], scans=count["scan"], crashes=99, tools=tools,
                  sends=sends, exhaust=0, max_procs=3, max_seq=99, launch_cap=1, errors=0)
@@ -328,11 +338,12 @@ def reachable(p: Program, limit: int = SEARCH_LIMIT) -> Search:
     n = len(p.inputs)
     start: Node = (M.initial(scope), 0, frozenset(), allowances(p))
     seen: set[tuple[object, ...]] = set()
+    cache: dict[int, tuple[object, object]] = {}
     stack: list[Node] = [start]
     out = Search()
     while stack:
         st, k, armed, allow = stack.pop()
-        key = (st, k, armed, allow, _history_key(st))
+        key = (st, k, armed, allow, _history_key(st, cache))
         if key in seen:
             continue
         seen.add(key)
@@ -745,13 +756,13 @@ def program_strategy() -> SearchStrategy[Program]:
             kind = draw(st.sampled_from(["tools", "message", "dispatch"] if may_dispatch
                                         else ["tools", "message"]))
             if kind == "tools":
-                lines.append(f"@tools {draw(st.integers(1, 2))}")
+                lines.append("@tools 1")
             elif kind == "message":
                 to = draw(st.sampled_from([n for n in NAMES if n != me]))
                 lines.append(f"@message {to} note from {me}")
             else:
                 inner = draw(st.sampled_from(["build it", "@message S hi from C",
-                                              "@sleep 0.5\nbuild it"]))
+                                              "@message P done soon"]))
                 lines.append(f"@dispatch name=C {inner}")
                 may_dispatch = False
         lines.append(draw(st.sampled_from(["hello", "do the work", "status?"])))
@@ -759,21 +770,22 @@ def program_strategy() -> SearchStrategy[Program]:
 
     @st.composite
     def program(draw: st.DrawFn) -> Program:
-        both = draw(st.booleans())
         p_body = draw(body("P", True))
         inputs = [Input("prompt", "P", p_body)]
         dispatched = "@dispatch" in p_body
+        # Three agents busy at once rarely fit the search bound: S joins only without C.
+        both = not dispatched and draw(st.booleans())
         if both:
             inputs.append(Input("prompt", "S", draw(body("S", False))))
-        for _ in range(draw(st.integers(1, 3))):
+        for _ in range(draw(st.integers(1, 2))):
             roots = ["P", "S"] if both else ["P"]
             verb = draw(st.sampled_from(["message", "message", "scan", "stop", "kill",
                                          "wait"]))
             if verb == "message":
                 to = draw(st.sampled_from(roots))
-                b = draw(body(to, to == "P" and not dispatched))
+                b = draw(body(to, to == "P" and not dispatched and not both))
                 dispatched |= "@dispatch" in b
-                copies = draw(st.integers(1, 2))
+                copies = 1 if "@dispatch" in b or both else draw(st.integers(1, 2))
                 for c in range(copies):
                     inputs.append(Input("message", to, b, with_previous=c > 0))
             elif verb in ("stop", "kill"):

@@ -111,6 +111,7 @@ def test_generated_programs_are_valid_reproducible_and_round_trip_as_data() -> N
     drawn = list(programs(6, seed=5))
     assert [p.inputs for p in drawn] == [p.inputs for p in programs(6, seed=5)]
     assert len({p.inputs for p in drawn}) > 1
+    assert list(programs(0, seed=5)) == []
     for p in drawn:
         check_program(p)
         assert load_programs(p.as_toml()) == [p]
@@ -165,6 +166,18 @@ def test_the_kit_model_scripts_another_implementation_like_the_scripted_one(
     assert run.observation in reachable(p).outcomes
 
 
+def test_r_scan_10_a_kill_finds_the_holder_and_the_scan_revives_the_root(
+        tmp_path: Path) -> None:
+    """The kill reads the lock holder from the kernel; the revived root answers its prompt."""
+    p = Program("kill", (Input("prompt", "P", "@sleep 4\nslow"), Input("kill", "P", after=1.0),
+                         Input("wait"), Input("scan")))
+    run = run_program(p, load("lernie"), tmp_path / "ws")
+    assert run.findings == [], run
+    assert len(run.killed) == 1 and run.killed[0].startswith("P's holder (pid "), run
+    assert dict(run.observation) == {"P": ((("user", "plain"),), (), 1, False, 0, False, False)}
+    assert run.observation in reachable(p).outcomes
+
+
 def _conform(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*CHECK, "conform", "--impl", "lernie", "--outcome-only", *args],
                           capture_output=True, text=True, timeout=900, check=False)
@@ -201,6 +214,7 @@ def test_seeded_bug_builds_fail_the_outcome_check_readably(tmp_path: Path, bug: 
     row = next(line for line in proc.stdout.splitlines() if line.startswith("outcome "))
     assert row.split()[1:3] == ["0", "1"]
     assert f"outcome:{pid}: the implementation's final state is not one the model" in row
+    assert f"difference: {difference.strip()}" in row
     assert f"program {pid}:" in proc.stderr
     for part in ("implementation's final state:", "nearest model outcome:", "difference:",
                  difference):

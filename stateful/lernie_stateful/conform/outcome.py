@@ -36,6 +36,7 @@ deliveries they cause), revival records and logs.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import signal
@@ -64,7 +65,8 @@ PARENTS = (NOBODY, 0, NOBODY)
 
 VERBS = ("prompt", "message", "scan", "stop", "kill", "wait")
 SEARCH_LIMIT = 300_000
-"""Nodes the model search may visit for one program; beyond it the program is skipped."""
+"""States the model search may visit for one program; beyond it, a program whose outcome
+the search had not listed is not applicable (neither passed nor failed)."""
 
 
 class ProgramError(Exception):
@@ -494,8 +496,6 @@ def real_observation(ws: Path, adapter: Adapter) -> Observation:
                 entries.append(("tool", None))
                 executor_pending |= not committed
             else:
-                import json
-
                 try:
                     blocks = json.loads(data)
                 except ValueError:
@@ -681,9 +681,19 @@ class Verdict:
     seconds: float = 0.0
     outcomes: int = 0
     nodes: int = 0
+    diff: tuple[str, ...] = ()
 
     def headline(self) -> str:
         return self.text.splitlines()[0] if self.text else ""
+
+    def one_line(self) -> str:
+        """The scorecard's line: what failed, the difference, the program."""
+        if not self.text:
+            return ""
+        out = self.headline().split(": ", 1)[-1]
+        if self.diff:
+            out += "; difference: " + ", ".join(self.diff)
+        return out + "; program: " + self.program.one_line()
 
 
 def judge(p: Program, run: Run, search: Search) -> Verdict:
@@ -699,12 +709,14 @@ def judge(p: Program, run: Run, search: Search) -> Verdict:
     if run.killed:
         lines.append("  killed: " + ", ".join(run.killed))
     lines += ["implementation's final state:", show_observation(run.observation)]
+    diff: list[str] = []
     if search.outcomes:
         near = min(search.outcomes, key=lambda o: (_size(run.observation, o), o))
+        diff = difference(run.observation, near)
         lines += ["nearest model outcome:", show_observation(near), "difference:"]
-        lines += ["    " + d for d in difference(run.observation, near)] or ["    (none)"]
+        lines += ["    " + d for d in diff] or ["    (none)"]
     return Verdict(p, False, "\n".join(lines), outcomes=len(search.outcomes),
-                   nodes=search.nodes)
+                   nodes=search.nodes, diff=tuple(diff))
 
 
 def check(p: Program, adapter: Adapter, ws: Path) -> Verdict:
@@ -731,6 +743,8 @@ def programs(examples: int, seed: int) -> Iterator[Program]:
     from hypothesis import seed as hseed
 
     drawn: list[Program] = []
+    if examples <= 0:
+        return
 
     @hseed(seed)
     @settings(max_examples=examples, phases=[Phase.generate], database=None, deadline=None,

@@ -454,8 +454,7 @@ def outcome_check(adapter: Adapter, card: Scorecard, examples: int, seed: int,
                         os.kill(pid, signal.SIGKILL)
             status = "passed" if v.passed else "n/a" if v.inconclusive else "failed"
             card.results.append(CaseResult(f"outcome:{p.id}", "outcome", ["outcome"], status,
-                                           (v.headline().split(": ", 1)[-1] + "; program: "
-                                            + p.one_line()) if v.text else "",
+                                           v.one_line(),
                                            round(v.seconds, 2)))
             if status == "failed":
                 reports.append(v.text)

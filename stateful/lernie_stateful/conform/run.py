@@ -40,6 +40,7 @@ from pathlib import Path
 
 from lernie_stateful.audit import AuditError, audit
 from lernie_stateful.conform.adapter import Adapter, AdapterError, fill, load
+from lernie_stateful.conform.outcome import ProgramError
 
 QUIESCENCE_TIMEOUT = 60.0
 STEP_TIMEOUT = 120.0
@@ -430,6 +431,39 @@ def conform(adapter: Adapter, files: Sequence[tuple[str, str]] | None = None,
     return card
 
 
+def outcome_check(adapter: Adapter, card: Scorecard, examples: int, seed: int,
+                  program_file: Path | None = None, keep: Path | None = None) -> list[str]:
+    """Run the outcome programs (README, "Outcome conformance"); each joins the scorecard
+    as a case of the area ``outcome``. Returns the failure reports."""
+    from lernie_stateful.conform.outcome import all_programs, check, load_programs
+
+    start = time.monotonic()
+    programs = (load_programs(program_file.read_text(encoding="utf-8")) if program_file
+                else all_programs(examples, seed))
+    reports = []
+    with tempfile.TemporaryDirectory(prefix="lernie-outcome-") as tmp:
+        base = keep or Path(tmp)
+        for p in programs:
+            ws = base / f"outcome-{p.id}" / "ws"
+            ws.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                v = check(p, adapter, ws)
+            finally:
+                for pid in _processes_naming(str(ws)):
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+            status = "passed" if v.passed else "n/a" if v.inconclusive else "failed"
+            card.results.append(CaseResult(f"outcome:{p.id}", "outcome", ["outcome"], status,
+                                           v.one_line(),
+                                           round(v.seconds, 2)))
+            if status == "failed":
+                reports.append(v.text)
+            if keep is None:
+                shutil.rmtree(ws.parent, ignore_errors=True)
+    card.seconds += time.monotonic() - start
+    return reports
+
+
 def main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="lernie-check conform",
@@ -448,6 +482,19 @@ def main(argv: Sequence[str]) -> int:
                         "`lernie-check bugs` applied in every process it starts")
     parser.add_argument("--keep", type=Path, help="leave each case's workspace under this "
                         "directory (for reading a failure)")
+    parser.add_argument("--outcome", action="store_true",
+                        help="also run the outcome check: programs of operator inputs whose "
+                        "final state must be one the model reaches (area 'outcome')")
+    parser.add_argument("--outcome-only", action="store_true",
+                        help="run only the outcome check (no exact-interface scenarios)")
+    parser.add_argument("--examples", type=int, default=4, metavar="N",
+                        help="generated outcome programs besides the regression set "
+                        "(default 4)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the generated programs")
+    parser.add_argument("--programs", type=Path, help="a TOML file of outcome programs to run "
+                        "instead of the regression set and the generated ones")
+    parser.add_argument("--show-program", action="store_true",
+                        help="print each failing outcome program's full report on stderr")
     args = parser.parse_args(argv)
     try:
         with tempfile.TemporaryDirectory(prefix="lernie-seeded-") as build_dir:
@@ -460,8 +507,15 @@ def main(argv: Sequence[str]) -> int:
             else:
                 adapter = load(args.impl)
             files = scenario_files(args.scenarios) if args.scenarios else None
-            card = conform(adapter, files, args.only, args.keep)
-    except (AdapterError, tomllib.TOMLDecodeError, OSError) as exc:
+            card = (Scorecard(adapter.name) if args.outcome_only
+                    else conform(adapter, files, args.only, args.keep))
+            if args.outcome or args.outcome_only or args.programs:
+                reports = outcome_check(adapter, card, args.examples, args.seed,
+                                        args.programs, args.keep)
+                if args.show_program:
+                    for text in reports:
+                        print(text + "\n", file=sys.stderr)
+    except (AdapterError, ProgramError, tomllib.TOMLDecodeError, OSError) as exc:
         print(f"lernie-check conform: {exc}", file=sys.stderr)
         return 1
     if args.json:

@@ -360,6 +360,8 @@ def reachable(p: Program, limit: int = SEARCH_LIMIT) -> Search:
             (i for i, q in enumerate(st.procs) if q.pc in _LOCAL and q.lease), None)
         if local is not None:  # a step no other process can see: take it first (see _LOCAL)
             for step, s2 in M.PC[st.procs[local].pc](st, prof, scope, local):
+                if step.action is Action.CRASH:  # a crash is a kill, and none is armed
+                    continue
                 after = allow
                 if step.action is Action.MODEL_TOOL_USE:
                     spent = _spend(allow, st.procs[local].agent, step.text)

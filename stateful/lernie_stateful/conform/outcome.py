@@ -309,18 +309,6 @@ def _quiet(st: State) -> bool:
                                     for ag in st.agents)
 
 
-_MODEL_REVIVES = "R-SCAN-10" not in M.NOT_MODELLED
-
-
-def _revival_due(st: State, a: int) -> bool:
-    """R-SCAN-10 predicted from the model state (as the refinement machine does) while the
-    model itself has no revival: died mid-work with work due, nothing pending, not parked."""
-    ag = st.agents[a]
-    if not ag.exists or M.locked(st, a) or ag.inbox or ag.parked_at_tip:
-        return False
-    return ag.window is M.Window.OPEN or (ag.call_due and ag.window is M.Window.CLOSED)
-
-
 Node = tuple[State, int, frozenset[tuple[str, int]], Allowance]
 
 _LOCAL = frozenset({M.Pc.COMMIT_ENTRY, M.Pc.MODEL_STEP, M.Pc.TOOL_RESULT, M.Pc.SETTLE_WINDOW,
@@ -396,10 +384,6 @@ def reachable(p: Program, limit: int = SEARCH_LIMIT) -> Search:
                 if spent is None:
                     continue
                 after = spent
-            if step.action is Action.FLUSH and not _MODEL_REVIVES:
-                due = [a for a in range(len(st.agents)) if _revival_due(st, a)]
-                for a in due:
-                    s2 = s2._replace(agents=M._launch(s2, scope, a))
             stack.append((s2, k, armed, after))
     return out
 

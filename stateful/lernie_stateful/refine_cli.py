@@ -5,7 +5,8 @@ divergence shows in N examples, else exit 1 with Hypothesis's shrunk program,
 the swimlane of the implementation's points and the abstract states side by side.
 ``bugs`` runs it once per seeded bug (``lernie_stateful.seeded_bugs``) and prints
 bug, caught, examples run, seconds to the first failure and the shrunk program's
-length; exit 0 only when every bug is caught.
+length; exit 0 only when every bug is caught. A failing program is replayed without
+the bug: one that fails there too ("shared") is not counted as the bug's catch.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import io
 import random
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from typing import NamedTuple
@@ -39,6 +41,8 @@ class Outcome(NamedTuple):
     program: list[str]
     message: str
     draws: tuple[str, ...] = ()  # what the program's data(...) drew, in order
+    first_at: int = 0  # the example that failed first (its number in the run), or 0
+    also_unpatched: bool = False  # the failing program fails without the bug too
 
 
 @contextlib.contextmanager
@@ -69,10 +73,21 @@ def example_database(spec: str | None) -> ExampleDatabase | None:
 
 
 def run(examples: int, seed: int, steps: int, bug: Bug | None = None,
-        shrink: float = 30.0, database: str | None = None) -> Outcome:
-    """Run the machine for ``examples`` programs of ``steps`` rules, seeded by ``seed``."""
-    counter: dict[str, float] = {"examples": 0, "first": 0.0}
+        shrink: float = 30.0, database: str | None = None, attribute: bool = False) -> Outcome:
+    """Run the machine for ``examples`` programs of ``steps`` rules, seeded by ``seed``.
+
+    With ``bug`` and ``attribute``, a failing program is replayed on the unpatched
+    implementation (Hypothesis's reuse phase over a private example database):
+    ``also_unpatched`` says it fails there too, so the failure is not the bug's."""
+    own_db = (tempfile.TemporaryDirectory(prefix="lernie-refine-db-")
+              if bug is not None and attribute and not database else None)
+    counter: dict[str, float] = {"examples": 0, "first": 0.0, "first_at": 0}
     start = time.monotonic()
+
+    def first_failure() -> None:
+        if not counter["first"]:
+            counter["first"] = time.monotonic() - start
+            counter["first_at"] = counter["examples"]
 
     class Machine(refinement.RefinementMachine):
         def __init__(self) -> None:
@@ -80,18 +95,20 @@ def run(examples: int, seed: int, steps: int, bug: Bug | None = None,
             super().__init__()
 
         def teardown(self) -> None:
+            if sys.exc_info()[1] is not None:  # a rule raised: this example failed
+                first_failure()
             try:
                 super().teardown()
             except BaseException:
-                if not counter["first"]:
-                    counter["first"] = time.monotonic() - start
+                first_failure()
                 raise
 
     Machine.__name__ = Machine.__qualname__ = "RefinementMachine"
     phases = ([Phase.reuse] if database else []) + [Phase.generate] + (
         [Phase.shrink] if shrink > 0 else [])
     config = settings(max_examples=examples, stateful_step_count=steps, deadline=None,
-                      database=example_database(database), phases=phases,
+                      database=example_database(own_db.name if own_db else database),
+                      phases=phases,
                       report_multiple_bugs=False,
                       suppress_health_check=list(HealthCheck), print_blob=False)
     random.seed(seed)
@@ -111,10 +128,21 @@ def run(examples: int, seed: int, steps: int, bug: Bug | None = None,
             program = [n for n in "\n".join(notes).splitlines()
                        if n.startswith("state.") and "teardown" not in n]
             draws = [n for n in "\n".join(notes).splitlines() if n.startswith("Draw ")]
-            if not counter["first"]:
-                counter["first"] = time.monotonic() - start
+            first_failure()
     seconds = counter["first"] if failed else time.monotonic() - start
-    return Outcome(failed, int(counter["examples"]), seconds, program, message, tuple(draws))
+    examples_run, first_at = int(counter["examples"]), int(counter["first_at"])
+    also = False
+    if own_db is not None:
+        with own_db:
+            if failed:
+                with contextlib.redirect_stderr(io.StringIO()):
+                    try:
+                        run_state_machine_as_test(
+                            machine, settings=settings(config, phases=[Phase.reuse]))
+                    except Exception:
+                        also = True
+    return Outcome(failed, examples_run, seconds, program, message, tuple(draws), first_at,
+                   also)
 
 
 def refine_main(argv: list[str]) -> int:
@@ -161,19 +189,21 @@ def bugs_main(argv: list[str]) -> int:
     print(f"{'bug':30} {'caught':>7} {'examples':>8} {'seconds':>8} {'program':>7}")
     missed = 0
     for bug in chosen:
-        runs = [run(ns.examples, ns.seed + k, SCOPES[ns.scope], bug, ns.shrink)
+        runs = [run(ns.examples, ns.seed + k, SCOPES[ns.scope], bug, ns.shrink, attribute=True)
                 for k in range(ns.seeds)]
-        caught = [r for r in runs if r.failed]
+        # a failure the unpatched implementation shares is not the bug's catch
+        caught = [r for r in runs if r.failed and not r.also_unpatched]
         if not caught:
             missed += 1
         if ns.seeds == 1:
             r = runs[0]
-            print(f"{bug.name:30} {'yes' if r.failed else 'NO':>7} {r.examples:>8} "
+            verdict = "shared" if r.failed and r.also_unpatched else "yes" if r.failed else "NO"
+            print(f"{bug.name:30} {verdict:>7} {r.first_at or r.examples:>8} "
                   f"{r.seconds:>8.1f} {len(r.program) if r.failed else '-':>7}", flush=True)
         else:
             med = statistics.median(r.seconds for r in caught) if caught else float("nan")
             print(f"{bug.name:30} {len(caught):>3}/{ns.seeds:<3} "
-                  f"{statistics.median(r.examples for r in runs):>8} {med:>8.1f} "
+                  f"{statistics.median(r.first_at or r.examples for r in runs):>8} {med:>8.1f} "
                   f"{statistics.median(len(r.program) for r in caught) if caught else '-':>7}",
                   flush=True)
     print(f"bugs: {len(chosen) - missed} caught of {len(chosen)}")

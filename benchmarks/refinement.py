@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import math
 import statistics
+import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import NamedTuple, TypeVar
@@ -45,7 +46,8 @@ class BugFigure(NamedTuple):
 
 def measure(seeds: int, first_seed: int = FIRST_SEED, only: Sequence[str] = (),
             examples: int = EXAMPLES, scope: str = SCOPE) -> list[BugFigure]:
-    """Run every (chosen) seeded bug at ``seeds`` seeds and return its figures."""
+    """Run every (chosen) seeded bug at ``seeds`` seeds and return its figures (each bug's
+    line goes to stderr as soon as it is measured: a long run shows its progress)."""
     from lernie_stateful.refine_cli import SCOPES, run
     from lernie_stateful.seeded_bugs import BUGS, BY_NAME
 
@@ -60,6 +62,7 @@ def measure(seeds: int, first_seed: int = FIRST_SEED, only: Sequence[str] = (),
         out.append(BugFigure(bug.name, sum(hit), seeds, statistics.median(exs),
                              statistics.median(secs), max(secs),
                              sum(r.failed and r.also_unpatched for r in runs)))
+        print(table(out[-1:]).splitlines()[-1], file=sys.stderr, flush=True)
     return out
 
 

@@ -25,6 +25,7 @@ from typing import NamedTuple
 import hypothesis
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
+from hypothesis.errors import UnsatisfiedAssumption
 from hypothesis.stateful import run_state_machine_as_test
 
 from lernie_stateful import refinement
@@ -72,6 +73,12 @@ def example_database(spec: str | None) -> ExampleDatabase | None:
     return DirectoryBasedExampleDatabase(spec)
 
 
+def _failing(exc: BaseException | None) -> bool:
+    """Whether ``exc``, raised by a rule, fails the example (Hypothesis's own control flow,
+    such as running out of data or an unmet assumption, does not)."""
+    return isinstance(exc, Exception) and not isinstance(exc, UnsatisfiedAssumption)
+
+
 def run(examples: int, seed: int, steps: int, bug: Bug | None = None,
         shrink: float = 30.0, database: str | None = None, attribute: bool = False) -> Outcome:
     """Run the machine for ``examples`` programs of ``steps`` rules, seeded by ``seed``.
@@ -95,7 +102,7 @@ def run(examples: int, seed: int, steps: int, bug: Bug | None = None,
             super().__init__()
 
         def teardown(self) -> None:
-            if sys.exc_info()[1] is not None:  # a rule raised: this example failed
+            if _failing(sys.exc_info()[1]):  # a rule raised: this example failed
                 first_failure()
             try:
                 super().teardown()
@@ -104,7 +111,7 @@ def run(examples: int, seed: int, steps: int, bug: Bug | None = None,
                 raise
 
     Machine.__name__ = Machine.__qualname__ = "RefinementMachine"
-    phases = ([Phase.reuse] if database else []) + [Phase.generate] + (
+    phases = ([Phase.reuse] if database else []) + [Phase.generate, Phase.target] + (
         [Phase.shrink] if shrink > 0 else [])
     config = settings(max_examples=examples, stateful_step_count=steps, deadline=None,
                       database=example_database(own_db.name if own_db else database),

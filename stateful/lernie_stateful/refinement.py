@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from hypothesis import strategies as hst
+from hypothesis import target
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 from lernie_spec import model as M
 from lernie_spec.model import NOBODY, USER, Action, Scope, State
@@ -903,7 +904,7 @@ class RefinementMachine(RuleBasedStateMachine):
     def teardown(self) -> None:
         # Hypothesis runs the teardown also when a rule raised (from a ``finally``): then
         # that divergence is the verdict, and the liveness check is not run over it.
-        failed = sys.exc_info()[1] is not None
+        failed = isinstance(sys.exc_info()[1], Exception)
         try:
             if not failed:
                 self.world.run_all()
@@ -914,6 +915,7 @@ class RefinementMachine(RuleBasedStateMachine):
                 if left:
                     raise Divergence("work the model says must be done is stranded: "
                                      + "; ".join(left))
+                self._aim()
         finally:
             for act in list(self.world.actors.values()):
                 _bury(act.gen)
@@ -921,6 +923,17 @@ class RefinementMachine(RuleBasedStateMachine):
                     with contextlib.suppress(OSError):
                         os.close(fd)
             self._tmp.cleanup()
+
+    def _aim(self) -> None:
+        """Hypothesis's targeted search (``target``): runs with more traffic between agents
+        (tool calls run, results published by drivers) and with crashes in more distinct
+        crash windows score higher, and the search mutates the best ones it has seen."""
+        traffic = sum(1 for row in self.world.trace if ":driver[" in row and (
+            f" {Point.HOP_TOOL_RAN} " in row or f" {Point.DEPOSIT_PUBLISHED} " in row))
+        windows = {a.points[-1].name for a in self.world.graveyard
+                   if a.points and a.points[-1].name in CRASH_WINDOWS}
+        target(float(traffic), label="traffic between agents")
+        target(float(len(windows)), label="distinct crash windows crashed in")
 
     def _existing(self) -> list[int]:
         return [a for a, aid in enumerate(self.world.ids) if aid is not None]

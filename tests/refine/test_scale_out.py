@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import shutil
 import socket
@@ -41,6 +42,8 @@ class Campaign(RefinementMachine):
 
     def __init__(self) -> None:
         self._patch = contextlib.ExitStack()
+        # the drivers' operator notices are the driver log's, not the campaign's output
+        self._patch.enter_context(contextlib.redirect_stderr(io.StringIO()))
         if CAMPAIGN_BUG:
             self._patch.enter_context(BY_NAME[CAMPAIGN_BUG].apply())
         super().__init__()

@@ -102,7 +102,7 @@ def rows(seeds: int, make_row: Callable[..., R]) -> list[R]:
             None, f"<= {TARGET_S:g} s", f.median_seconds <= TARGET_S,
             f"caught {f.caught}/{f.seeds} ({f.shared} shared with the unpatched code), "
             f"median examples {_num(f.median_examples, 0)}, "
-            f"worst {_num(f.worst_seconds, 1)} s"))
+            f"slowest catch: {_num(f.worst_seconds, 1)} (s)"))
     return out
 
 

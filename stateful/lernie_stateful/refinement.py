@@ -882,7 +882,7 @@ SCAN_DURING: tuple[str, ...] = (Point.HOP_WARRANT, Point.HOP_ASSISTANT_COMMITTED
 CRASH_AT: tuple[str, ...] = (*CRASH_WINDOWS, "",
                              *sorted(p for p in Point.ALL if p not in UNCHECKED))
 
-Aim = tuple[str, object]
+Aim = tuple[str, int | str]
 """Where a crash lands: ``("ahead", n)``, in the n-th crash window the actor passes from
 now on, or ``("at", point)``, right after it next passes ``point`` ("": where it is)."""
 
@@ -1036,9 +1036,9 @@ class RefinementMachine(RuleBasedStateMachine):
         return act
 
     def _crash_aimed(self, key: int, aim: Aim) -> None:
-        how, where = aim
-        act = (self._run_windows(key, int(str(where))) if how == "ahead"
-               else self._run_to(key, str(where)))
+        _, where = aim
+        act = (self._run_windows(key, where) if isinstance(where, int)
+               else self._run_to(key, where))
         if act is not None:
             self.world.crash(act)
 

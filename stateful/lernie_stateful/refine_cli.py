@@ -17,14 +17,17 @@ import io
 import random
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from typing import NamedTuple
 
 import hypothesis
 from hypothesis import HealthCheck, Phase, settings
-from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
+from hypothesis.database import (
+    DirectoryBasedExampleDatabase,
+    ExampleDatabase,
+    InMemoryExampleDatabase,
+)
 from hypothesis.errors import UnsatisfiedAssumption
 from hypothesis.stateful import run_state_machine_as_test
 
@@ -73,6 +76,16 @@ def example_database(spec: str | None) -> ExampleDatabase | None:
     return DirectoryBasedExampleDatabase(spec)
 
 
+class _FailuresOnly(InMemoryExampleDatabase):
+    """An example database that keeps only what a run saves under its test's own key
+    (the failing programs), not its secondary corpus or its Pareto front of targeted
+    runs: a replay from it replays the failure and nothing else."""
+
+    def save(self, key: bytes, value: bytes) -> None:
+        if not key.endswith((b".secondary", b".pareto")):
+            super().save(key, value)
+
+
 def _failing(exc: BaseException | None) -> bool:
     """Whether ``exc``, raised by a rule, fails the example (Hypothesis's own control flow,
     such as running out of data or an unmet assumption, does not)."""
@@ -86,8 +99,7 @@ def run(examples: int, seed: int, steps: int, bug: Bug | None = None,
     With ``bug`` and ``attribute``, a failing program is replayed on the unpatched
     implementation (Hypothesis's reuse phase over a private example database):
     ``also_unpatched`` says it fails there too, so the failure is not the bug's."""
-    own_db = (tempfile.TemporaryDirectory(prefix="lernie-refine-db-")
-              if bug is not None and attribute and not database else None)
+    own_db = _FailuresOnly() if bug is not None and attribute and not database else None
     counter: dict[str, float] = {"examples": 0, "first": 0.0, "first_at": 0}
     start = time.monotonic()
 
@@ -114,7 +126,7 @@ def run(examples: int, seed: int, steps: int, bug: Bug | None = None,
     phases = ([Phase.reuse] if database else []) + [Phase.generate, Phase.target] + (
         [Phase.shrink] if shrink > 0 else [])
     config = settings(max_examples=examples, stateful_step_count=steps, deadline=None,
-                      database=example_database(own_db.name if own_db else database),
+                      database=own_db if own_db is not None else example_database(database),
                       phases=phases,
                       report_multiple_bugs=False,
                       suppress_health_check=list(HealthCheck), print_blob=False)
@@ -139,15 +151,12 @@ def run(examples: int, seed: int, steps: int, bug: Bug | None = None,
     seconds = counter["first"] if failed else time.monotonic() - start
     examples_run, first_at = int(counter["examples"]), int(counter["first_at"])
     also = False
-    if own_db is not None:
-        with own_db:
-            if failed:
-                with contextlib.redirect_stderr(io.StringIO()):
-                    try:
-                        run_state_machine_as_test(
-                            machine, settings=settings(config, phases=[Phase.reuse]))
-                    except Exception:
-                        also = True
+    if own_db is not None and failed:
+        with contextlib.redirect_stderr(io.StringIO()):
+            try:
+                run_state_machine_as_test(machine, settings=settings(config, phases=[Phase.reuse]))
+            except Exception:
+                also = True
     return Outcome(failed, examples_run, seconds, program, message, tuple(draws), first_at,
                    also)
 

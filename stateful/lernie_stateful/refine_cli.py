@@ -199,23 +199,32 @@ def bugs_main(argv: list[str]) -> int:
     ap.add_argument("--shrink", type=float, default=10.0)
     ap.add_argument("--seeds", type=int, default=1,
                     help="seeds per bug (a benchmark: catch rate and median seconds)")
+    ap.add_argument("--until-caught", action="store_true",
+                    help="try the seeds in turn only until one catches the bug (a bug is "
+                    "caught when any seed catches it; CI)")
     ap.add_argument("--only", action="append", default=[], help="run only this bug")
     ns = ap.parse_args(argv)
     chosen = [BY_NAME[n] for n in ns.only] if ns.only else list(BUGS)
     print(f"{'bug':30} {'caught':>7} {'examples':>8} {'seconds':>8} {'program':>7}")
     missed = 0
     for bug in chosen:
-        runs = [run(ns.examples, ns.seed + k, SCOPES[ns.scope], bug, ns.shrink, attribute=True)
-                for k in range(ns.seeds)]
+        runs: list[Outcome] = []
+        for k in range(ns.seeds):
+            runs.append(run(ns.examples, ns.seed + k, SCOPES[ns.scope], bug, ns.shrink,
+                            attribute=True))
+            if ns.until_caught and runs[-1].failed and not runs[-1].also_unpatched:
+                break
         # a failure the unpatched implementation shares is not the bug's catch
         caught = [r for r in runs if r.failed and not r.also_unpatched]
         if not caught:
             missed += 1
-        if ns.seeds == 1:
-            r = runs[0]
+        if ns.seeds == 1 or ns.until_caught:
+            r = caught[0] if caught else runs[-1]
             verdict = "shared" if r.failed and r.also_unpatched else "yes" if r.failed else "NO"
             print(f"{bug.name:30} {verdict:>7} {r.first_at or r.examples:>8} "
-                  f"{r.seconds:>8.1f} {len(r.program) if r.failed else '-':>7}", flush=True)
+                  f"{r.seconds:>8.1f} {len(r.program) if r.failed else '-':>7}"
+                  + (f"  (seed {ns.seed + len(runs) - 1})" if ns.until_caught else ""),
+                  flush=True)
         else:
             med = statistics.median(r.seconds for r in caught) if caught else float("nan")
             print(f"{bug.name:30} {len(caught):>3}/{ns.seeds:<3} "

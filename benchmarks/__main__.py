@@ -32,6 +32,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks.refinement import rows as refinement_rows
+
 ROOT = Path(__file__).resolve().parent.parent
 AGENT = "20260101T000000Z-00000001"
 
@@ -458,21 +460,9 @@ def bench_explorer() -> list[Row]:
     ]
 
 
-def bench_refinement() -> list[Row]:
-    """Seconds to catch each seeded bug: not measured here yet (``lernie-check bugs`` prints
-    the per-bug seconds; the README's refinement section has the table)."""
-    return [
-        Row(
-            "refinement: seconds to catch each seeded bug",
-            float("nan"),
-            "s",
-            None,
-            None,
-            "<= 5 s each",
-            False,
-            "not wired into this command: see `lernie-check bugs`",
-        )
-    ]
+def bench_refinement(seeds: int) -> list[Row]:
+    """Seconds to catch each seeded bug, median over ``seeds`` seeds (benchmarks/refinement.py)."""
+    return refinement_rows(seeds, Row)
 
 
 def bench_exchange(python: Path, messages: int) -> list[Row]:
@@ -527,7 +517,7 @@ def main(argv: list[str] | None = None) -> int:
         "owes": lambda py: bench_owes(2_000 if q else 100_000),
         "operator": lambda py: bench_operator(py, 20 if q else 1000),
         "explorer": lambda py: bench_explorer(),
-        "refinement": lambda py: bench_refinement(),
+        "refinement": lambda py: bench_refinement(3 if q else 20),
         "exchange": lambda py: bench_exchange(py, 10 if q else 100),
     }
     chosen = args.only or list(groups)

@@ -5,7 +5,8 @@ divergence shows in N examples, else exit 1 with Hypothesis's shrunk program,
 the swimlane of the implementation's points and the abstract states side by side.
 ``bugs`` runs it once per seeded bug (``lernie_stateful.seeded_bugs``) and prints
 bug, caught, examples run, seconds to the first failure and the shrunk program's
-length; exit 0 only when every bug is caught.
+length; exit 0 only when every bug is caught. A failing program is replayed without
+the bug: one that fails there too ("shared") is not counted as the bug's catch.
 """
 
 from __future__ import annotations
@@ -22,7 +23,12 @@ from typing import NamedTuple
 
 import hypothesis
 from hypothesis import HealthCheck, Phase, settings
-from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
+from hypothesis.database import (
+    DirectoryBasedExampleDatabase,
+    ExampleDatabase,
+    InMemoryExampleDatabase,
+)
+from hypothesis.errors import UnsatisfiedAssumption
 from hypothesis.stateful import run_state_machine_as_test
 
 from lernie_stateful import refinement
@@ -39,6 +45,8 @@ class Outcome(NamedTuple):
     program: list[str]
     message: str
     draws: tuple[str, ...] = ()  # what the program's data(...) drew, in order
+    first_at: int = 0  # the example that failed first (its number in the run), or 0
+    also_unpatched: bool = False  # the failing program fails without the bug too
 
 
 @contextlib.contextmanager
@@ -68,11 +76,37 @@ def example_database(spec: str | None) -> ExampleDatabase | None:
     return DirectoryBasedExampleDatabase(spec)
 
 
+class _FailuresOnly(InMemoryExampleDatabase):
+    """An example database that keeps only what a run saves under its test's own key
+    (the failing programs), not its secondary corpus or its Pareto front of targeted
+    runs: a replay from it replays the failure and nothing else."""
+
+    def save(self, key: bytes, value: bytes) -> None:
+        if not key.endswith((b".secondary", b".pareto")):
+            super().save(key, value)
+
+
+def _failing(exc: BaseException | None) -> bool:
+    """Whether ``exc``, raised by a rule, fails the example (Hypothesis's own control flow,
+    such as running out of data or an unmet assumption, does not)."""
+    return isinstance(exc, Exception) and not isinstance(exc, UnsatisfiedAssumption)
+
+
 def run(examples: int, seed: int, steps: int, bug: Bug | None = None,
-        shrink: float = 30.0, database: str | None = None) -> Outcome:
-    """Run the machine for ``examples`` programs of ``steps`` rules, seeded by ``seed``."""
-    counter: dict[str, float] = {"examples": 0, "first": 0.0}
+        shrink: float = 30.0, database: str | None = None, attribute: bool = False) -> Outcome:
+    """Run the machine for ``examples`` programs of ``steps`` rules, seeded by ``seed``.
+
+    With ``bug`` and ``attribute``, a failing program is replayed on the unpatched
+    implementation (Hypothesis's reuse phase over a private example database):
+    ``also_unpatched`` says it fails there too, so the failure is not the bug's."""
+    own_db = _FailuresOnly() if bug is not None and attribute and not database else None
+    counter: dict[str, float] = {"examples": 0, "first": 0.0, "first_at": 0}
     start = time.monotonic()
+
+    def first_failure() -> None:
+        if not counter["first"]:
+            counter["first"] = time.monotonic() - start
+            counter["first_at"] = counter["examples"]
 
     class Machine(refinement.RefinementMachine):
         def __init__(self) -> None:
@@ -80,18 +114,20 @@ def run(examples: int, seed: int, steps: int, bug: Bug | None = None,
             super().__init__()
 
         def teardown(self) -> None:
+            if _failing(sys.exc_info()[1]):  # a rule raised: this example failed
+                first_failure()
             try:
                 super().teardown()
             except BaseException:
-                if not counter["first"]:
-                    counter["first"] = time.monotonic() - start
+                first_failure()
                 raise
 
     Machine.__name__ = Machine.__qualname__ = "RefinementMachine"
-    phases = ([Phase.reuse] if database else []) + [Phase.generate] + (
+    phases = ([Phase.reuse] if database else []) + [Phase.generate, Phase.target] + (
         [Phase.shrink] if shrink > 0 else [])
     config = settings(max_examples=examples, stateful_step_count=steps, deadline=None,
-                      database=example_database(database), phases=phases,
+                      database=own_db if own_db is not None else example_database(database),
+                      phases=phases,
                       report_multiple_bugs=False,
                       suppress_health_check=list(HealthCheck), print_blob=False)
     random.seed(seed)
@@ -111,10 +147,18 @@ def run(examples: int, seed: int, steps: int, bug: Bug | None = None,
             program = [n for n in "\n".join(notes).splitlines()
                        if n.startswith("state.") and "teardown" not in n]
             draws = [n for n in "\n".join(notes).splitlines() if n.startswith("Draw ")]
-            if not counter["first"]:
-                counter["first"] = time.monotonic() - start
+            first_failure()
     seconds = counter["first"] if failed else time.monotonic() - start
-    return Outcome(failed, int(counter["examples"]), seconds, program, message, tuple(draws))
+    examples_run, first_at = int(counter["examples"]), int(counter["first_at"])
+    also = False
+    if own_db is not None and failed:
+        with contextlib.redirect_stderr(io.StringIO()):
+            try:
+                run_state_machine_as_test(machine, settings=settings(config, phases=[Phase.reuse]))
+            except Exception:
+                also = True
+    return Outcome(failed, examples_run, seconds, program, message, tuple(draws), first_at,
+                   also)
 
 
 def refine_main(argv: list[str]) -> int:
@@ -155,25 +199,36 @@ def bugs_main(argv: list[str]) -> int:
     ap.add_argument("--shrink", type=float, default=10.0)
     ap.add_argument("--seeds", type=int, default=1,
                     help="seeds per bug (a benchmark: catch rate and median seconds)")
+    ap.add_argument("--until-caught", action="store_true",
+                    help="try the seeds in turn only until one catches the bug (a bug is "
+                    "caught when any seed catches it; CI)")
     ap.add_argument("--only", action="append", default=[], help="run only this bug")
     ns = ap.parse_args(argv)
     chosen = [BY_NAME[n] for n in ns.only] if ns.only else list(BUGS)
     print(f"{'bug':30} {'caught':>7} {'examples':>8} {'seconds':>8} {'program':>7}")
     missed = 0
     for bug in chosen:
-        runs = [run(ns.examples, ns.seed + k, SCOPES[ns.scope], bug, ns.shrink)
-                for k in range(ns.seeds)]
-        caught = [r for r in runs if r.failed]
+        runs: list[Outcome] = []
+        for k in range(ns.seeds):
+            runs.append(run(ns.examples, ns.seed + k, SCOPES[ns.scope], bug, ns.shrink,
+                            attribute=True))
+            if ns.until_caught and runs[-1].failed and not runs[-1].also_unpatched:
+                break
+        # a failure the unpatched implementation shares is not the bug's catch
+        caught = [r for r in runs if r.failed and not r.also_unpatched]
         if not caught:
             missed += 1
-        if ns.seeds == 1:
-            r = runs[0]
-            print(f"{bug.name:30} {'yes' if r.failed else 'NO':>7} {r.examples:>8} "
-                  f"{r.seconds:>8.1f} {len(r.program) if r.failed else '-':>7}", flush=True)
+        if ns.seeds == 1 or ns.until_caught:
+            r = caught[0] if caught else runs[-1]
+            verdict = "shared" if r.failed and r.also_unpatched else "yes" if r.failed else "NO"
+            print(f"{bug.name:30} {verdict:>7} {r.first_at or r.examples:>8} "
+                  f"{r.seconds:>8.1f} {len(r.program) if r.failed else '-':>7}"
+                  + (f"  (seed {ns.seed + len(runs) - 1})" if ns.until_caught else ""),
+                  flush=True)
         else:
             med = statistics.median(r.seconds for r in caught) if caught else float("nan")
             print(f"{bug.name:30} {len(caught):>3}/{ns.seeds:<3} "
-                  f"{statistics.median(r.examples for r in runs):>8} {med:>8.1f} "
+                  f"{statistics.median(r.first_at or r.examples for r in runs):>8} {med:>8.1f} "
                   f"{statistics.median(len(r.program) for r in caught) if caught else '-':>7}",
                   flush=True)
     print(f"bugs: {len(chosen) - missed} caught of {len(chosen)}")

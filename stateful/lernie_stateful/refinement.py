@@ -34,6 +34,7 @@ import json
 import os
 import re
 import struct
+import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from hypothesis import strategies as hst
+from hypothesis import target
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 from lernie_spec import model as M
 from lernie_spec.model import NOBODY, USER, Action, Scope, State
@@ -832,21 +834,40 @@ class World:
 CRASH_WINDOWS: tuple[str, ...] = (
     Point.DRAIN_RENAMED,  # a delivered entry renamed, not committed (R-DRAIN-2)
     Point.TRANSCRIPT_RENAMED,  # an executor's entry renamed, not committed (R-TR-3)
-    Point.HOP_ASSISTANT_COMMITTED,  # inside a tool window (R-STEP-2)
+    Point.HOP_ASSISTANT_COMMITTED,  # inside a tool window, no tool run yet (R-STEP-2)
+    Point.HOP_TOOL_RAN,  # inside a tool window, the tool ran, no result (R-STEP-2)
     Point.HOP_WARRANT,  # delivered, no model entry yet (R-SCAN-10)
     Point.DEPOSIT_TEMP_WRITTEN,  # a dot-temp left (R-DEP-9)
+    Point.DEPOSIT_PUBLISHED,  # a result published, its returned mark not moved (R-DEP-8)
     Point.PROBE_ACQUIRED,  # a writer's probe holding the lock (R-PROBE-3)
     Point.TERMINAL_RECIPIENT,  # a terminal entry whose reply is not yet deposited
 )
-"""Crash windows the protocol is built around: a crash rule aims at one of them half
-the time (swarm-style bias), at any other point or where the actor is otherwise."""
+"""Crash windows the protocol is built around. A crash is aimed at them (swarm-style
+bias) in two ways: at a named window (the actor may never pass it: then it ends
+uncrashed), or at the n-th window the actor passes from now on (it crashes in one
+whenever it passes any); otherwise at any other point, or where the actor is."""
+
+WINDOWS_AHEAD = 8
+"""How many crash windows a crash aimed at "the n-th window from now" may skip: a hop
+chain that runs a tool and then answers passes about a dozen."""
 
 SCAN_DURING: tuple[str, ...] = (Point.HOP_WARRANT, Point.HOP_ASSISTANT_COMMITTED,
-                                 Point.DRAIN_RENAMED, Point.TRANSCRIPT_RENAMED)
+                                 Point.HOP_TOOL_RAN, Point.DRAIN_RENAMED,
+                                 Point.TRANSCRIPT_RENAMED)
 """Points at which a scan may find a driver holding its lock mid-work (R-SCAN-6)."""
 
 CRASH_AT: tuple[str, ...] = (*CRASH_WINDOWS, "",
                              *sorted(p for p in Point.ALL if p not in UNCHECKED))
+
+Aim = tuple[str, int | str]
+"""Where a crash lands: ``("ahead", n)``, in the n-th crash window the actor passes from
+now on, or ``("at", point)``, right after it next passes ``point`` ("": where it is)."""
+
+AIMS: hst.SearchStrategy[Aim] = hst.one_of(
+    hst.integers(0, WINDOWS_AHEAD).map(lambda n: ("ahead", n)),
+    hst.sampled_from(CRASH_WINDOWS).map(lambda p: ("at", p)),
+    hst.sampled_from(CRASH_AT).map(lambda p: ("at", p)),
+)
 
 
 class RefinementMachine(RuleBasedStateMachine):
@@ -858,8 +879,11 @@ class RefinementMachine(RuleBasedStateMachine):
         self.world = World(Path(self._tmp.name))
 
     def teardown(self) -> None:
+        # Hypothesis runs the teardown also when a rule raised (from a ``finally``): then
+        # that divergence is the verdict, and the liveness check is not run over it.
+        failed = isinstance(sys.exc_info()[1], Exception)
         try:
-            if not getattr(self, "_failed", False):
+            if not failed:
                 self.world.run_all()
                 if self.world.graveyard:
                     self.world.scan()  # recovery after a crash is the sweep's job
@@ -868,6 +892,7 @@ class RefinementMachine(RuleBasedStateMachine):
                 if left:
                     raise Divergence("work the model says must be done is stranded: "
                                      + "; ".join(left))
+                self._aim()
         finally:
             for act in list(self.world.actors.values()):
                 _bury(act.gen)
@@ -875,6 +900,17 @@ class RefinementMachine(RuleBasedStateMachine):
                     with contextlib.suppress(OSError):
                         os.close(fd)
             self._tmp.cleanup()
+
+    def _aim(self) -> None:
+        """Hypothesis's targeted search (``target``): runs with more traffic between agents
+        (tool calls run, results published by drivers) and with crashes in more distinct
+        crash windows score higher, and the search mutates the best ones it has seen."""
+        traffic = sum(1 for row in self.world.trace if ":driver[" in row and (
+            f" {Point.HOP_TOOL_RAN} " in row or f" {Point.DEPOSIT_PUBLISHED} " in row))
+        windows = {a.points[-1].name for a in self.world.graveyard
+                   if a.points and a.points[-1].name in CRASH_WINDOWS}
+        target(float(traffic), label="traffic between agents")
+        target(float(len(windows)), label="distinct crash windows crashed in")
 
     def _existing(self) -> list[int]:
         return [a for a, aid in enumerate(self.world.ids) if aid is not None]
@@ -892,7 +928,8 @@ class RefinementMachine(RuleBasedStateMachine):
         slot gets an opening script (swarm-style: every run has its own mix of agents
         that dispatch, message each other, call tools or just answer), so the exchanges
         the protocol's rules are about (replies to siblings, results of children, tool
-        windows, budgets) need no luck with later rules."""
+        windows, budgets) need no luck with later rules. (Hypothesis itself leaves a
+        random set of rules out of each run: swarm testing over rules.)"""
         for a in range(len(SCOPE.parents)):
             self._script(data, a, 0)
         self.world.operator_message(0)
@@ -923,9 +960,9 @@ class RefinementMachine(RuleBasedStateMachine):
         launch = data.draw(hst.integers(0, n - 1), label="launch")
         act = self.world.start_launch(launch)
         # a driver killed in one of the protocol's crash windows (or left running)
-        at = data.draw(hst.one_of(hst.none(), hst.sampled_from(CRASH_WINDOWS)), label="kill at")
-        if act is not None and at is not None:
-            self._crash_at(act.key, at)
+        aim = data.draw(hst.one_of(hst.none(), AIMS), label="kill")
+        if act is not None and aim is not None:
+            self._crash_aimed(act.key, aim)
 
     @precondition(lambda self: bool(self.world.actors))
     @rule(data=hst.data())
@@ -943,12 +980,10 @@ class RefinementMachine(RuleBasedStateMachine):
     @rule(data=hst.data())
     def crash(self, data: hst.DataObject) -> None:
         """SIGKILL an actor where it is, or first run it on until it passes a chosen
-        point (a crash window aimed at: between a rename and its commit, inside a tool
-        window, holding a probe's lock, ...)."""
+        point or a number of crash windows (between a rename and its commit, inside a
+        tool window, holding a probe's lock, ...)."""
         actor = data.draw(hst.sampled_from(sorted(self.world.actors)), label="actor")
-        at = data.draw(hst.one_of(hst.sampled_from(CRASH_WINDOWS), hst.sampled_from(CRASH_AT)),
-                       label="at")
-        self._crash_at(actor, at)
+        self._crash_aimed(actor, data.draw(AIMS, label="aim"))
 
     def _run_to(self, key: int, at: str) -> RealActor | None:
         """Run actor ``key`` until it passes point ``at`` (or ends); the live actor."""
@@ -962,21 +997,43 @@ class RefinementMachine(RuleBasedStateMachine):
                 break
         return act
 
-    def _crash_at(self, key: int, at: str) -> None:
-        act = self._run_to(key, at)
+    def _run_windows(self, key: int, windows: int) -> RealActor | None:
+        """Run actor ``key`` until it has passed ``windows + 1`` crash windows (or ends)."""
+        act = self.world.actors.get(key)
+        seen = 0
+        for _ in range(200):
+            if act is None:
+                break
+            point = self.world.step(act)
+            act = self.world.actors.get(key)
+            if point is not None and point.name in CRASH_WINDOWS:
+                seen += 1
+                if seen > windows:
+                    break
+        return act
+
+    def _crash_aimed(self, key: int, aim: Aim) -> None:
+        _, where = aim
+        act = (self._run_windows(key, where) if isinstance(where, int)
+               else self._run_to(key, where))
         if act is not None:
             self.world.crash(act)
 
     @rule(data=hst.data())
     def scan(self, data: hst.DataObject) -> None:
-        """`lernie scan`; half the time first a running driver is run on to a point
-        where it holds its lock with work in hand (the sweep must leave it alone)."""
+        """`lernie scan`; half the time first a driver (a running one, else a pending
+        launch started for it) is run on to a point where it holds its lock with work in
+        hand (the sweep must leave it alone)."""
         w = self.world
         drivers = sorted(k for k, a in w.actors.items() if a.kind == "driver")
-        aim: bool = bool(drivers) and data.draw(hst.booleans(), label="aim")
-        if aim:
-            key = data.draw(hst.sampled_from(drivers), label="driver")
-            self._run_to(key, data.draw(hst.sampled_from(SCAN_DURING), label="at"))
+        startable = w.started < len(w.launcher.launches)
+        if (drivers or startable) and data.draw(hst.booleans(), label="aim"):
+            if not drivers:
+                act = w.start_launch(0)
+                drivers = [act.key] if act is not None else []
+            if drivers:
+                key = data.draw(hst.sampled_from(drivers), label="driver")
+                self._run_to(key, data.draw(hst.sampled_from(SCAN_DURING), label="at"))
         w.scan()
 
     @precondition(lambda self: any(a.kind == "driver" for a in self.world.actors.values()))

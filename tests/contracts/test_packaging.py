@@ -43,6 +43,21 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built
 
 
+@pytest.fixture(scope="module")
+def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A regular (non-editable) install of the wheel in a fresh virtual environment;
+    its ``bin`` directory."""
+    env_dir = tmp_path_factory.mktemp("venv")
+    venv.EnvBuilder(with_pip=True).create(env_dir)
+    bin_dir = env_dir / "bin"
+    subprocess.run(
+        [str(bin_dir / "pip"), "install", "-q", "--no-deps", "--no-index", str(wheel)],
+        check=True,
+        timeout=600,
+    )
+    return bin_dir
+
+
 def top_level(wheel: Path) -> set[str]:
     with zipfile.ZipFile(wheel) as archive:
         return {name.split("/")[0] for name in archive.namelist()}
@@ -80,23 +95,16 @@ def test_the_wheel_check_sees_a_planted_top_level_package(tmp_path: Path) -> Non
     assert "spec" in top_level(planted)
 
 
-def test_both_commands_run_from_a_regular_install(wheel: Path, tmp_path: Path) -> None:
-    env_dir = tmp_path / "venv"
-    venv.EnvBuilder(with_pip=True).create(env_dir)
-    bin_dir = env_dir / "bin"
-    subprocess.run(
-        [str(bin_dir / "pip"), "install", "-q", "--no-deps", "--no-index", str(wheel)],
-        check=True,
-        timeout=600,
-    )
+def test_both_commands_run_from_a_regular_install(installed: Path, tmp_path: Path) -> None:
+    bin_dir = installed
     site = subprocess.run(
         [str(bin_dir / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
         capture_output=True,
         text=True,
         check=True,
     ).stdout.strip()
-    installed = {p.name for p in Path(site).iterdir()}
-    assert "spec" not in installed and "stateful" not in installed
+    packages = {p.name for p in Path(site).iterdir()}
+    assert "spec" not in packages and "stateful" not in packages
     for command in ("lernie", "lernie-check"):
         # run from an empty directory, so nothing of the checkout can be imported
         proc = subprocess.run(
@@ -114,7 +122,7 @@ KEPT_OFF = ("re", "pathlib", "enum", "typing", "subprocess", "argparse", "datacl
 
 
 def test_r_cli_5_the_installed_lernie_message_loads_none_of_the_heavy_modules(
-    wheel: Path, tmp_path: Path
+    installed: Path, tmp_path: Path
 ) -> None:
     """The command a user runs (the installed script, not ``python -m``) keeps the modules
     R-CLI-5 names off the message path; the agent is busy, so nothing is launched."""
@@ -122,14 +130,7 @@ def test_r_cli_5_the_installed_lernie_message_loads_none_of_the_heavy_modules(
     from lernie_ref.substrate.lock import try_acquire
     from lernie_ref.substrate.workspace import create_workspace
 
-    env_dir = tmp_path / "venv"
-    venv.EnvBuilder(with_pip=True).create(env_dir)
-    bin_dir = env_dir / "bin"
-    subprocess.run(
-        [str(bin_dir / "pip"), "install", "-q", "--no-deps", "--no-index", str(wheel)],
-        check=True,
-        timeout=600,
-    )
+    bin_dir = installed
     ws = create_workspace(tmp_path / "ws")
     agent = ws.mint_root(FixedClock(0))
     ws.create_root_agent(agent, "boss", "goal")

@@ -100,6 +100,7 @@ class Pc(_Enum):
     REVIVAL_PROBE = "revival: probe"
     REVIVAL_LAUNCH = "revival: launch"
     COMMIT_FINAL = "commit terminal entry"
+    COMMIT_STEP = "commit executor entry"
     LOST_LIST = "lost reply: list inbox"
     LOST_PUBLISH = "lost reply: publish"
     LOST_PROBE = "lost reply: probe"
@@ -131,6 +132,7 @@ class Action(_Enum):
     ERROR_EXIT = "error exit"
     MODEL_FINAL = "model final response"
     COMMIT_FINAL = "commit terminal entry"
+    COMMIT_STEP = "commit executor entry"
     MODEL_TOOL_USE = "model tool use"
     PARKING_EVENT = "stopped or budget-exhausted"
     TOOL_RESULT = "tool result"
@@ -258,7 +260,7 @@ class Scope(NamedTuple):
     launch_cap: int = 1  # pending launches per agent (more coalesce)
     errors: int = 0  # hop errors (a failing model adapter, R-STEP-5)
     message_to: tuple[int, ...] = ()  # agents the operator may message (empty: any)
-    split_commit: bool = False  # a terminal entry's rename and commit as two steps
+    split_commit: bool = False  # an executor entry's rename and commit as two steps
 
 
 class File(NamedTuple):
@@ -296,6 +298,7 @@ class Agent(NamedTuple):
     pending_launches: int = 0  # spawned drivers not yet started (R-LAUNCH-1)
     forked_holder: bool = False  # a forked child still holds the lock (bl-7318 only)
     stray_final: bool = False  # a terminal model entry renamed into messages/, not committed
+    stray_step: bool = False  # a tool-calling model entry or a tool result renamed, not committed
     revivals: int = 0  # the scan's revivals at the current tip (R-SCAN-10 crash-loop guard)
     history: Ghost[AgentHistory] = _NO_AGENT_HISTORY
 
@@ -508,15 +511,22 @@ def _delivered(scope: Scope, ag: Agent, a: int, d: Dep) -> Agent:
 
 def _terminal(ag: Agent, renamed_only: bool = False) -> Agent:
     """A terminal response closes the debt window (R-DEBT-2). Committed with it, or
-    (`renamed_only`) just renamed into `messages/`: its commit is the next step, and
-    until then no mark reads as at the tip (the entry is not in the tip's tree)."""
+    (`renamed_only`) just renamed into `messages/`: its commit is a later step, and
+    until then the tip (and so every mark at it) stays where it was."""
     ag = ag._replace(call_due=False, owed_at_answer=(not ag.answered) or ag.asked_since_answer,
                      answered=True, asked_since_answer=False)
     ag = _noted_entry(ag, Entry(EntryKind.MODEL))
     if renamed_only:
-        ag = ag._replace(stray_final=True, returned_at_tip=False, parked_at_tip=False)
-        return _ah(ag, unsynced=True)
+        return _ah(ag._replace(stray_final=True), unsynced=True)
     return _committed(ag)
+
+
+def _executor_entry(ag: Agent, e: Entry, renamed_only: bool) -> Agent:
+    """A tool-calling model entry or a tool result (R-TR-3): committed with its rename,
+    or (`renamed_only`) left in `messages/` for a later commit (`commit_step`, or the
+    next hop's stray recovery, R-DRAIN-2, when its driver dies first)."""
+    ag = _noted_entry(ag, e)
+    return ag._replace(stray_step=True) if renamed_only else _committed(ag)
 
 
 # ------------------------------------------------------------ transitions
@@ -677,7 +687,7 @@ def _hop_start(st: State, prof: Profile, scope: Scope, p: Proc) -> Proc:
     strays, then R-STEP-2 settle a crashed tool window, then R-DRAIN-8 send a
     lost reply, then R-DRAIN-3 list."""
     ag = st.agents[p.agent]
-    if (ag.uncommitted or ag.stray_final) and prof.stray_recovery:
+    if (ag.uncommitted or ag.stray_final or ag.stray_step) and prof.stray_recovery:
         return p._replace(pc=Pc.RECOVER_STRAYS)
     if ag.window is Window.OPEN and prof.crash_settlement:
         return p._replace(pc=Pc.SETTLE_WINDOW)
@@ -702,22 +712,24 @@ def lost_reply(st: State, prof: Profile, scope: Scope, a: int) -> int:
 
 
 def recover_stray(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
-    """R-DRAIN-2 commit uncommitted `messages/` entries before any move. A terminal
-    entry among them (its driver died between the rename and the commit) leaves
-    the rest of its exit protocol to this hop (R-DRAIN-8)."""
+    """R-DRAIN-2 commit uncommitted `messages/` entries before any move: delivered
+    ones, or an executor's entry whose driver died between its rename and its commit.
+    A terminal entry among them leaves the rest of its exit protocol to this hop
+    (R-DRAIN-8)."""
     p = st.procs[i]
     ag = st.agents[p.agent]
     in_flight = st.in_flight
     for d in ag.uncommitted:
         in_flight = _flight_remove(in_flight, d)
-    ag2 = _committed(ag._replace(uncommitted=(), stray_final=False))
+    ag2 = _committed(ag._replace(uncommitted=(), stray_final=False, stray_step=False))
     also: tuple[str, ...] = ()
     if ag.stray_final:
         ag2 = _ah(ag2, unsynced=False)
         p = p._replace(recovered_final=True)
         also = ("R-DRAIN-8",)
     s = st._replace(agents=_set_agent(st, p.agent, ag2), in_flight=in_flight)
-    text = "commit terminal stray" if ag.stray_final else "commit delivered stray"
+    text = ("commit terminal stray" if ag.stray_final else
+            "commit executor stray" if ag.stray_step else "commit delivered stray")
     return [(Step("R-DRAIN-2", i, text, Action.RECOVER_STRAYS, also=also),
              _put(s, i, _hop_start(s, prof, scope, p)))]
 
@@ -749,13 +761,15 @@ def lost_launch(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
 
 
 def settle_window(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
-    """R-STEP-2 settle a trailing orphan tool window with is_error results."""
+    """R-STEP-2 settle a trailing orphan tool window with is_error results (renamed,
+    then committed: one step, or two under `Scope.split_commit`)."""
     p = st.procs[i]
     ag = st.agents[p.agent]._replace(window=Window.CLOSED, call_due=True)
-    ag = _committed(_noted_entry(ag, Entry(EntryKind.TOOL_RESULT)))
+    ag = _executor_entry(ag, Entry(EntryKind.TOOL_RESULT), scope.split_commit)
     s = st._replace(agents=_set_agent(st, p.agent, ag))
+    q = p._replace(pc=Pc.COMMIT_STEP) if scope.split_commit else _hop_start(s, prof, scope, p)
     return [(Step("R-STEP-2", i, "settle orphan tool_use", Action.SETTLE_WINDOW),
-             _put(s, i, _hop_start(s, prof, scope, p)))]
+             _put(s, i, q))]
 
 
 def drain_list(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
@@ -861,7 +875,8 @@ def model_step(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     # its commit are one step unless the scope splits them (`Scope.split_commit`):
     # nothing but a crash of this process can observe the gap (the agent is held, so
     # a scan skips it, and nobody else reads its transcript or marks), so a crash in
-    # the gap is the step `_final_then_crash` offers instead.
+    # the gap is the step `_final_then_crash` offers instead (`_step_then_crash` for a
+    # tool-calling entry and a tool result, below and in `tool_result`).
     split = scope.split_commit
     ag2 = _terminal(ag, renamed_only=split)
     s = st._replace(agents=_set_agent(st, a, ag2))
@@ -875,29 +890,51 @@ def model_step(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
                 _put(s, i, q)))
     if b.crashes and not split:
         out += _final_then_crash(st, prof, scope, i)
-    tw = ag._replace(call_due=False, window=Window.OPEN)
-    tw = _committed(_noted_entry(tw, Entry(EntryKind.MODEL, tool_uses=1)))
+    # a tool-calling entry: committed with its rename, or (split) committed by the
+    # next step, `commit_step`, which then runs the tool (`_after_commit`)
+    tw = _executor_entry(ag._replace(call_due=False, window=Window.OPEN),
+                         Entry(EntryKind.MODEL, tool_uses=1), split)
+    run = Pc.COMMIT_STEP if split else Pc.TOOL_RESULT
     if b.tools:
         s = st._replace(agents=_set_agent(st, a, tw), budget=b._replace(tools=b.tools - 1))
         out.append((Step("R-STEP-7", i, "model: tool_use (no protocol effect)",
                          Action.MODEL_TOOL_USE),
-                    _put(s, i, p._replace(pc=Pc.TOOL_RESULT, tool="noop"))))
+                    _put(s, i, p._replace(pc=run, tool="noop"))))
+        if b.crashes and not split:
+            out += _step_then_crash(s, i, "model: tool_use renamed; CRASH before its commit",
+                                    Entry(EntryKind.MODEL, tool_uses=1), ag._replace(
+                                        call_due=False, window=Window.OPEN))
+    run = Pc.COMMIT_STEP if split else Pc.TOOL_LIST_INBOX
     if b.sends:
         s = st._replace(agents=_set_agent(st, a, tw), budget=b._replace(sends=b.sends - 1))
         for t, tag in enumerate(st.agents):
             if tag.exists and t != a:
-                q = p._replace(pc=Pc.TOOL_LIST_INBOX, tool="message", target=t, sender=a,
+                q = p._replace(pc=run, tool="message", target=t, sender=a,
                                deposit_kind=PLAIN)
                 out.append((Step("R-STEP-7", i, f"model: tool_use message {name(t)}",
                                  Action.MODEL_TOOL_USE), _put(s, i, q)))
         for c, par in enumerate(scope.parents):
             if par == a and not st.agents[c].exists:
-                q = p._replace(pc=Pc.TOOL_LIST_INBOX, tool="dispatch", target=c, sender=a,
+                q = p._replace(pc=run, tool="dispatch", target=c, sender=a,
                                deposit_kind=PLAIN)
                 out.append((Step("R-PROBE-6", i, f"model: tool_use dispatch {name(c)}",
                                  Action.MODEL_TOOL_USE, also=("R-STEP-7",)), _put(s, i, q)))
                 break
     return out
+
+
+def _step_then_crash(st: State, i: int, text: str, e: Entry, ag: Agent) -> Succ:
+    """R-TR-3 / crash class: an executor's entry `e` (a tool-calling model entry, or a
+    tool result) is renamed into `messages/` and its driver dies before the commit: a
+    stray the next hop commits first (R-DRAIN-2). The tool never runs. `st` is the
+    state the one-step successor reached (its budget charged), `ag` the agent before
+    the entry."""
+    p = st.procs[i]
+    ag = _executor_entry(ag, e, renamed_only=True)
+    b = st.budget
+    s = _put(st, i, None, agents=_set_agent(st, p.agent, ag),
+             budget=b._replace(crashes=b.crashes - 1))
+    return [(Step("CRASH", i, text, Action.CRASH, also=("R-TR-3",)), s)]
 
 
 def _final_then_crash(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
@@ -922,6 +959,22 @@ def commit_final(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     return [(Step("R-TR-3", i, "commit terminal entry", Action.COMMIT_FINAL), _put(s, i, q))]
 
 
+def commit_step(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
+    """R-TR-3 (`Scope.split_commit` only) commit the executor's entry just renamed into
+    `messages/`: after a tool-calling model entry, its tool runs next (R-STEP-7); after
+    a tool result or a settlement, the successor hop begins (R-LOCK-3, R-STEP-2)."""
+    p = st.procs[i]
+    ag = _committed(st.agents[p.agent]._replace(stray_step=False))
+    s = st._replace(agents=_set_agent(st, p.agent, ag))
+    if p.tool == "noop":
+        q = p._replace(pc=Pc.TOOL_RESULT)
+    elif p.tool:
+        q = p._replace(pc=Pc.TOOL_LIST_INBOX)
+    else:
+        q = _hop_start(s, prof, scope, p)
+    return [(Step("R-TR-3", i, "commit executor entry", Action.COMMIT_STEP), _put(s, i, q))]
+
+
 def tool_result(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     """R-LOCK-3 commit the tool result, stop check, then exec the successor hop
     with the lease kept (the baton; adoption R-LOCK-4 is the same process).
@@ -930,16 +983,22 @@ def tool_result(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     a = p.agent
     if p.stop_flag and not prof.stop_settles_window:
         return _terminate(st, prof, scope, i, STOPPED, "stop flag in the tool window (left open)")
-    ag = st.agents[a]._replace(window=Window.CLOSED, call_due=True)
-    ag = _committed(_noted_entry(ag, Entry(EntryKind.TOOL_RESULT)))
+    split = scope.split_commit and not p.stop_flag
+    ag0 = st.agents[a]._replace(window=Window.CLOSED, call_due=True)
+    ag = _executor_entry(ag0, Entry(EntryKind.TOOL_RESULT), split)
     s = st._replace(agents=_set_agent(st, a, ag))
     q = p._replace(tool="", target=NOBODY, sender=NOBODY, number=0)
     if p.stop_flag:
         return [(step._replace(also=("R-TERM-6", "R-STOP-6")), s2) for step, s2 in
                 _terminate(_put(s, i, q), prof, scope, i, STOPPED, "tool result; stop flag seen")]
-    return [(Step("R-LOCK-3", i, "commit tool result; exec successor hop (lease kept)",
-                  Action.TOOL_RESULT, also=("R-LOCK-4",)),
-             _put(s, i, _hop_start(s, prof, scope, q)))]
+    out: Succ = [(Step("R-LOCK-3", i, "commit tool result; exec successor hop (lease kept)",
+                       Action.TOOL_RESULT, also=("R-LOCK-4",)),
+                  _put(s, i, q._replace(pc=Pc.COMMIT_STEP) if split
+                       else _hop_start(s, prof, scope, q)))]
+    if st.budget.crashes and not scope.split_commit:
+        out += _step_then_crash(st, i, "tool result renamed; CRASH before its commit",
+                                Entry(EntryKind.TOOL_RESULT), ag0)
+    return out
 
 
 def _terminate(st: State, prof: Profile, scope: Scope, i: int, ep: str, why: str) -> Succ:
@@ -1228,6 +1287,7 @@ PROGRAMS: dict[Role, tuple[Instruction, ...]] = {
         Instruction(Pc.DECLINE_UNPAIRED, decline, "R-STEP-3, R-STEP-5"),
         Instruction(Pc.MODEL_STEP, model_step, "R-STEP-4, R-STEP-5, R-STEP-7, R-TERM-1"),
         Instruction(Pc.COMMIT_FINAL, commit_final, "R-TR-3"),
+        Instruction(Pc.COMMIT_STEP, commit_step, "R-TR-3"),
         # R-DRAIN-8: a lost reply leaves before the drain (the writer's path)
         Instruction(Pc.LOST_LIST, lost_list, "R-DRAIN-8, R-DEP-2"),
         Instruction(Pc.LOST_PUBLISH, _sub(deposit_publish, Pc.LOST_PROBE), "R-DEP-6, R-DEP-8"),
@@ -1432,6 +1492,7 @@ POINTS: dict[Action, frozenset[str]] = {
     Action.ERROR_EXIT: frozenset(),
     Action.MODEL_FINAL: frozenset({Point.TRANSCRIPT_RENAMED}),
     Action.COMMIT_FINAL: frozenset({Point.TRANSCRIPT_COMMITTED}),
+    Action.COMMIT_STEP: frozenset({Point.TRANSCRIPT_COMMITTED}),
     Action.MODEL_TOOL_USE: frozenset({Point.TRANSCRIPT_RENAMED}),
     Action.PARKING_EVENT: frozenset(
         {Point.TERMINAL_STOPPED_MARKED, Point.HOP_BUDGET_EXHAUSTED, Point.TRANSCRIPT_RENAMED}),

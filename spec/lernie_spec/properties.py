@@ -555,15 +555,18 @@ def i17_existence(e: Edge) -> bool:
 
 
 _DRAIN_OR_MODEL = frozenset({Action.LIST_INBOX, Action.MOVE_DEPOSIT, Action.MODEL_FINAL,
-                             Action.MODEL_TOOL_USE})
+                             Action.MODEL_TOOL_USE, Action.SETTLE_WINDOW})
 
 
 def i18_stray_recovery(e: Edge) -> bool:
-    """A drain lists, moves, and a model step runs only with no stray entry left."""
+    """A drain lists, moves, a model step runs and a crashed window is settled only with
+    no stray entry left (a delivered one, or an executor's entry whose driver died
+    between its rename and its commit: a settlement's commit must never carry it)."""
     pre, step = _steps(e)
     if step.action not in _DRAIN_OR_MODEL:
         return True
-    return not pre.agents[pre.procs[step.actor].agent].uncommitted
+    ag = pre.agents[pre.procs[step.actor].agent]
+    return not (ag.uncommitted or ag.stray_step)
 
 
 def i19_recovery(e: Edge) -> bool:

@@ -34,12 +34,12 @@ class Mutant(NamedTuple):
 M = Mutant
 CATALOGUE: tuple[Mutant, ...] = (
     M("tool-step-closes-debt-window", "a tool result ends the debt window (R-DEBT-2)",
-      "ag = st.agents[a]._replace(window=Window.CLOSED, call_due=True)\n",
-      "ag = st.agents[a]._replace(window=Window.CLOSED, call_due=True,"
+      "ag0 = st.agents[a]._replace(window=Window.CLOSED, call_due=True)\n",
+      "ag0 = st.agents[a]._replace(window=Window.CLOSED, call_due=True,"
       " asked_since_answer=False)\n"),
     M("tool-result-asks", "a tool result asks for a reply (R-DEBT-3)",
-      "ag = st.agents[a]._replace(window=Window.CLOSED, call_due=True)\n",
-      "ag = st.agents[a]._replace(window=Window.CLOSED, call_due=True,"
+      "ag0 = st.agents[a]._replace(window=Window.CLOSED, call_due=True)\n",
+      "ag0 = st.agents[a]._replace(window=Window.CLOSED, call_due=True,"
       " asked_since_answer=True)\n"),
     M("results-count-as-last-prompter", "a delivered result becomes the last prompter (R-ADDR-2)",
       "last_prompter=d.sender if plain and d.sender != a else",
@@ -106,7 +106,8 @@ CATALOGUE: tuple[Mutant, ...] = (
     M("drain-results-first", "own-child results are delivered before plain mail (R-DRAIN-4)",
       "q = tuple(plain + res)", "q = tuple(res + plain)"),
     M("no-stray-recovery", "the hop does not commit strays first (R-DRAIN-2)",
-      "if (ag.uncommitted or ag.stray_final) and prof.stray_recovery:", "if False:"),
+      "if (ag.uncommitted or ag.stray_final or ag.stray_step) and prof.stray_recovery:",
+      "if False:"),
     M("baton-drops-lease", "the tool result's successor hop runs without the lease (R-LOCK-3)",
       'q = p._replace(tool="", target=NOBODY, sender=NOBODY, number=0)',
       'q = p._replace(tool="", target=NOBODY, sender=NOBODY, number=0, lease=False)'),
@@ -126,18 +127,14 @@ CATALOGUE: tuple[Mutant, ...] = (
     M("commit-forgets-deposit", "a commit does not account for its delivered deposit (I-5)",
       "in_flight=_flight_remove(st.in_flight, d))", "in_flight=st.in_flight)"),
     M("settle-before-strays", "the hop settles a crashed window before it recovers strays",
-      "    if (ag.uncommitted or ag.stray_final) and prof.stray_recovery:\n"
+      "    if (ag.uncommitted or ag.stray_final or ag.stray_step) and prof.stray_recovery:\n"
       "        return p._replace(pc=Pc.RECOVER_STRAYS)\n"
       "    if ag.window is Window.OPEN and prof.crash_settlement:\n"
       "        return p._replace(pc=Pc.SETTLE_WINDOW)\n",
       "    if ag.window is Window.OPEN and prof.crash_settlement:\n"
       "        return p._replace(pc=Pc.SETTLE_WINDOW)\n"
-      "    if (ag.uncommitted or ag.stray_final) and prof.stray_recovery:\n"
-      "        return p._replace(pc=Pc.RECOVER_STRAYS)\n",
-      equivalent="the model's strays are delivered deposits and terminal entries, and a "
-      "tool-calling model entry's rename and commit are one step (SPEC §19 Atomicity), so a "
-      "stray and an open window never meet at a hop's start; in the code they do, and "
-      "tests/fault/test_recovery.py pins the order"),
+      "    if (ag.uncommitted or ag.stray_final or ag.stray_step) and prof.stray_recovery:\n"
+      "        return p._replace(pc=Pc.RECOVER_STRAYS)\n"),
     M("revival-skips-terminal-stray", "the scan does not relaunch an agent whose terminal "
       "entry was left uncommitted (R-SCAN-10, R-DRAIN-8)",
       "    if ag.stray_final:\n        return True\n    if ag.parked_at_tip:",

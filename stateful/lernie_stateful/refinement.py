@@ -14,7 +14,9 @@ with the real and the model's abstract states side by side.
 The abstraction (``real_view``) reads only files on disk, refs and kernel locks:
 per agent the pending deposits (sender, kind), the transcript facts the model keeps
 (re-derived here from the entry files, independently of both the model's and the
-implementation's decision functions), delivered entries not yet committed, which
+implementation's decision functions), delivered entries not yet committed, whether the
+newest entry is a terminal one not yet committed and whether a tool-calling entry or a
+tool result is (renamed, its commit still to come or lost with a killed driver), which
 actor holds the executor lock, whether a returned / stopped / budget mark is at the
 tip, and how many recorded launches have not started.
 
@@ -76,7 +78,7 @@ SCOPE = Scope(
     initial=(True, False, False),
     messages=99, advances=0, stops=99, scans=99, crashes=99, tools=99, sends=99,
     exhaust=99, max_procs=99, max_seq=99, launch_cap=99, errors=0,
-    split_commit=True,  # the real driver passes a terminal entry's rename and its commit
+    split_commit=True,  # the real driver passes an executor entry's rename and its commit
 )
 """The model's world for refinement: budgets are the program's, not the model's."""
 
@@ -103,7 +105,6 @@ INTERNAL: dict[str, str] = {
     Point.DEPOSIT_MARKED: "the returned mark: abstracted with the result's publication",
     Point.PROBE_RELEASED: "the model releases and launches in one step (R-LAUNCH-1): the "
     "machine runs the launch right after it, and a crash here equals a crash before it",
-    Point.TRANSCRIPT_COMMITTED: "the model commits an executor's entry when it lands",
     Point.HOP_ACQUIRED: "an exec'd successor adopting the lease (R-LOCK-4)",
     Point.HOP_SETTLED: "the settlement's entries are matched at their rename",
     Point.HOP_WARRANT: "the warrant is folded into the step that ends the drain",
@@ -112,7 +113,8 @@ INTERNAL: dict[str, str] = {
     Point.HOP_TOOL_RAN: "a tool runs a writer straight through (see FOLDED)",
     Point.HOP_TOOLS_RAN: "the baton: the successor continues as the same model process",
     Point.TERMINAL_RECIPIENT: "the recipient is decided with the terminal event",
-    Point.DRAIN_STRAY_COMMITTED: "a stray model/tool entry: already counted when it landed",
+    Point.DRAIN_STRAY_COMMITTED: "the hop's recovery is matched (RECOVER_STRAYS); the "
+    "drain's repeat of it finds nothing left (a rematerialized worktree has no strays)",
     Point.DRAIN_REMATERIALIZED: "the model never removes a worktree",
 }
 """Implementation points with no model step of their own (stuttering): the abstract
@@ -237,6 +239,7 @@ class AgentView(NamedTuple):
     pending_launches: int
     holders: frozenset[object]
     stray_final: bool  # the newest entry is a terminal model entry not yet committed
+    stray_step: bool  # a tool-calling model entry or a tool result not yet committed
 
 
 View = tuple[AgentView, ...]
@@ -403,7 +406,7 @@ class World:
                 # prompt is a message to a root that already exists).
                 root = SCOPE.parents[a] == NOBODY and SCOPE.initial[a]
                 views.append(AgentView(root, (), NOBODY, False, False, False, False, "closed",
-                                       (), False, False, 0, frozenset(), False))
+                                       (), False, False, 0, frozenset(), False, False))
                 continue
             inbox = ws.root / INBOX_DIR / aid
             pend: list[tuple[int, str]] = []
@@ -418,8 +421,7 @@ class World:
             tracked = tracked_paths(wt)
             entries: list[tuple[str, object]] = []
             uncommitted: list[tuple[int, str]] = []
-            executor_pending = False
-            stray_final = False
+            stray_final = stray_step = False
             for name in sorted(files, key=lambda n: int(_ENTRY.match(n).group(1))  # type: ignore[union-attr]
                                if _ENTRY.match(n) else 0):
                 m = _ENTRY.match(name)
@@ -434,33 +436,32 @@ class World:
                         uncommitted.append(d)
                 elif m.group(2) == TOOL_ORIGIN:
                     entries.append(("tool", None))
-                    executor_pending |= not committed
+                    stray_step |= not committed
                 else:
                     blocks = json.loads(data)
                     blocks = blocks.get("content", blocks) if isinstance(blocks, dict) else blocks
                     uses = sum(1 for b in blocks if isinstance(b, dict)
                                and b.get("type") == "tool_use")
                     entries.append(("model", uses))
-                    executor_pending |= not committed
+                    stray_step |= uses > 0 and not committed
                 stray_final = entries[-1] == ("model", 0) and not committed
             facts = transcript_facts(entries, a, SCOPE.parents)
             tip = refs[AGENT_REF_PREFIX + aid]
 
-            def at_tip(kind: str, aid: str = aid, tip: str = tip,
-                       executor_pending: bool = executor_pending) -> bool:
-                # An executor's entry that landed moves the tip in the model (it commits
-                # next); a result published for the tip is the returned mark in the model,
-                # which publishes and moves the mark in one step (R-DEP-8).
+            def at_tip(kind: str, aid: str = aid, tip: str = tip) -> bool:
+                # A result published for the tip is the returned mark in the model, which
+                # publishes and moves the mark in one step (R-DEP-8). An entry renamed
+                # and not committed does not move the tip (nor, in the model, the marks).
                 mark = refs.get(f"{MARK_REF_PREFIX}{kind}/{aid}") == tip
                 if kind == MarkKind.RETURNED.value:
                     mark = mark or (aid, tip) in published
-                return mark and not executor_pending
+                return mark
 
             views.append(AgentView(
                 True, tuple(sorted(pend)), *facts, tuple(sorted(uncommitted)),
                 at_tip(MarkKind.RETURNED.value),
                 at_tip(MarkKind.STOPPED.value) or at_tip(MarkKind.BUDGET_EXHAUSTED.value),
-                unstarted.count(aid), self._holders(inbox), stray_final))
+                unstarted.count(aid), self._holders(inbox), stray_final, stray_step))
         return tuple(views)
 
     def _published_results(self) -> set[tuple[str, str]]:
@@ -516,7 +517,7 @@ class World:
         for a, ag in enumerate(st.agents):
             if not ag.exists:
                 views.append(AgentView(False, (), NOBODY, False, False, False, False, "closed",
-                                       (), False, False, 0, frozenset(), False))
+                                       (), False, False, 0, frozenset(), False, False))
                 continue
             holders: set[object] = {ids[i] for i, p in enumerate(st.procs)
                                     if (p.lease and p.agent == a) or p.probe_on == a}
@@ -527,7 +528,7 @@ class World:
                 ag.answered, ag.asked_since_answer, ag.owed_at_answer, ag.call_due,
                 ag.window.value, tuple(sorted((d.sender, d.kind) for d in ag.uncommitted)),
                 ag.returned_at_tip, ag.parked_at_tip, ag.pending_launches,
-                frozenset(holders), ag.stray_final))
+                frozenset(holders), ag.stray_final, ag.stray_step))
         return tuple(views)
 
     # -------------------------------------------------------------- matching

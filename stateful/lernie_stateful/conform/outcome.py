@@ -35,9 +35,10 @@ Besides the model, the kit checks what it knows itself: every message from the u
 in a transcript or an inbox carries, after its frontmatter, exactly the bytes of one the
 program sent to that agent (:func:`body_faults`); a torn copy is a failure of its own.
 
-Deliberately not compared with the model: message bodies and bytes, entry numbering and commit structure (the audit does), the order of deliveries,
-who launched whom, the last prompter and the debt window (their effects show as the
-deliveries they cause), revival records and logs.
+Deliberately not compared with the model: message bodies and bytes, entry numbering and
+commit structure (the audit does), the order of deliveries, who launched whom, the last
+prompter and the debt window (their effects show as the deliveries they cause), revival
+records and logs.
 """
 
 from __future__ import annotations

@@ -140,7 +140,7 @@ def test_an_adapter_missing_a_verb_is_one_clear_error(tmp_path: Path, verb: str)
         assert proc.returncode == 1 and proc.stdout == ""
         assert proc.stderr == (f"lernie-check conform: adapter {path}: no command line for verb "
                                "'stop' (every adapter gives new, prompt, dispatch, message, "
-                               "scan, stop; optional: scan_json, log)\n")
+                               "scan, stop; optional: scan_json, log, message_file)\n")
 
 
 def test_an_optional_verb_missing_makes_its_cases_not_applicable(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 from lernie_stateful.audit import Layout
 
 REQUIRED_VERBS = ("new", "prompt", "dispatch", "message", "scan", "stop")
-OPTIONAL_VERBS = ("scan_json", "log")
+OPTIONAL_VERBS = ("scan_json", "log", "message_file")
 _FIELD = re.compile(r"\{(\w+)\}")
 
 Template = list[str | list[str]]

@@ -3,7 +3,10 @@
 Theory of operation. A *program* is a short list of operator inputs: ``prompt`` (a root
 created by name with a first message), ``message`` (to an agent by name), ``scan``,
 ``stop``, ``kill`` (after a delay, SIGKILL every process holding the agent's executor lock,
-found in ``/proc/locks``) and ``wait`` (for quiescence). Message bodies script the
+found in ``/proc/locks``; or, aimed with ``when = "delivered"``, the moment a deposit leaves
+the agent's inbox, see :mod:`~lernie_stateful.conform.watch`) and ``wait`` (for
+quiescence). A message may carry ``pad`` bytes of filler after its body (tens of MB make a
+copying delivery slow enough to die in; it is sent from a file). Message bodies script the
 deterministic model with the directives of docs/models.md (``@message``, ``@dispatch``,
 ``@tools``, ``@sleep``), so what the model "decides" is part of the program. Consecutive
 inputs marked ``with_previous`` run at once (racing writers).
@@ -25,12 +28,17 @@ steps as directives, sends only to agents a directive names, no budget exhaustio
 adapter errors. Every quiescent state at the end gives one observation; the
 implementation's must be one of them. Otherwise the report shows the program, the
 implementation's observation, the nearest model observation (fewest differing facts) and
-the difference.
+the difference. The model treats an aimed kill like any kill: it may land at any later
+moment or never, a superset of the moment the kit aims at.
 
-Deliberately not compared: message bodies and bytes (the exact-interface scenarios do
-that), entry numbering and commit structure (the audit does), the order of deliveries,
-who launched whom, the last prompter and the debt window (their effects show as the
-deliveries they cause), revival records and logs.
+Besides the model, the kit checks what it knows itself: every message from the user found
+in a transcript or an inbox carries, after its frontmatter, exactly the bytes of one the
+program sent to that agent (:func:`body_faults`); a torn copy is a failure of its own.
+
+Deliberately not compared with the model: message bodies and bytes, entry numbering and
+commit structure (the audit does), the order of deliveries, who launched whom, the last
+prompter and the debt window (their effects show as the deliveries they cause), revival
+records and logs.
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -64,6 +73,8 @@ PARENTS = (NOBODY, 0, NOBODY)
 """The kit's world: roots ``P`` and ``S``; ``C`` is the child ``P`` may dispatch."""
 
 VERBS = ("prompt", "message", "scan", "stop", "kill", "wait")
+WHEN = ("delivered",)
+MAX_PAD = 256 << 20
 SEARCH_LIMIT = 300_000
 """States the model search may visit for one program; beyond it, a program whose outcome
 the search had not listed is not applicable (neither passed nor failed)."""
@@ -80,14 +91,25 @@ class Input:
     body: str = ""
     after: float = 0.0  # kill / stop: seconds to wait before acting
     with_previous: bool = False  # start together with the input before it
+    when: str = ""  # kill: "delivered" = the moment a deposit leaves the agent's inbox
+    pad: int = 0  # message: filler bytes appended to the body (a large message)
 
     def show(self) -> str:
         words = [self.verb] + ([self.agent] if self.agent else [])
         if self.body:
             words.append(repr(self.body))
+        if self.pad:
+            words.append(f"+ {self.pad:,} bytes")
         if self.after:
             words.append(f"after {self.after:g}s")
+        if self.when:
+            words.append(f"when {self.when}")
         return ("  & " if self.with_previous else "  ") + " ".join(words)
+
+    def content(self) -> bytes:
+        """The bytes the input sends: the body, then ``pad`` bytes of filler lines (none
+        starting with a directive's ``@``, so the script is the body's alone)."""
+        return self.body.encode("utf-8") + filler(self.pad)
 
 
 @dataclass(frozen=True)
@@ -113,8 +135,23 @@ class Program:
                 parts.append(f"after = {i.after}")
             if i.with_previous:
                 parts.append("with_previous = true")
+            if i.when:
+                parts.append(f'when = "{i.when}"')
+            if i.pad:
+                parts.append(f"pad = {i.pad}")
             rows.append("  { " + ", ".join(parts) + " },")
         return f'[[program]]\nid = "{self.id}"\nsteps = [\n' + "\n".join(rows) + "\n]\n"
+
+
+_FILL_LINE = b"filler of a large message, no directive, sent by the conformance kit ...\n"
+
+
+def filler(size: int) -> bytes:
+    """``size`` bytes of filler: a newline, then repeated text lines."""
+    if size <= 0:
+        return b""
+    line = b"\n" + _FILL_LINE * (size // len(_FILL_LINE) + 1)
+    return line[:size]
 
 
 def _toml_str(s: str) -> str:
@@ -135,6 +172,11 @@ def check_program(p: Program) -> None:
             prompted.add(i.agent)
         if i.verb == "message" and i.agent != "C" and i.agent not in prompted:
             raise ProgramError(f"program {p.id}: message to {i.agent} before its prompt")
+        if i.when and (i.verb != "kill" or i.when not in WHEN):
+            raise ProgramError(f"program {p.id}: `when` is for kill, one of "
+                               f"{', '.join(WHEN)}")
+        if i.pad and (i.verb != "message" or not 0 < i.pad <= MAX_PAD):
+            raise ProgramError(f"program {p.id}: `pad` is for message, 1 to {MAX_PAD:,} bytes")
     if sum(i.body.count("@dispatch") for i in p.inputs) > 1:
         raise ProgramError(f"program {p.id}: one @dispatch at most (the world has one child)")
 
@@ -143,7 +185,8 @@ def load_programs(text: str) -> list[Program]:
     out = []
     for raw in tomllib.loads(text).get("program", []):
         steps = tuple(Input(str(s["verb"]), str(s.get("agent", "")), str(s.get("body", "")),
-                            float(s.get("after", 0.0)), bool(s.get("with_previous", False)))
+                            float(s.get("after", 0.0)), bool(s.get("with_previous", False)),
+                            str(s.get("when", "")), int(s.get("pad", 0)))
                       for s in raw.get("steps", []))
         p = Program(str(raw["id"]), steps)
         check_program(p)
@@ -522,23 +565,81 @@ def _lock_holders(ws: Path, adapter: Adapter, aid: str) -> list[int]:
     return pids
 
 
+def body_faults(ws: Path, adapter: Adapter, sent: Mapping[str, Sequence[bytes]]) -> list[str]:
+    """Every message from the user in an agent's transcript or inbox carries, after its
+    frontmatter, exactly the bytes of one the program sent to that agent. No model needed:
+    the kit knows what it sent. A proper prefix of a sent body is a torn copy."""
+    lay = adapter.layout
+    out: list[str] = []
+
+    def judge_one(nm: str, where: str, data: bytes) -> None:
+        text = data.decode("utf-8", "replace")
+        m = _FRONT.match(text)
+        body = data[len(m.group(0).encode("utf-8")):] if m else b""
+        bodies = sent.get(nm, ())
+        if body in bodies:
+            return
+        kind = _kind(text)
+        longer = [len(b) for b in bodies if len(b) > len(body) and b.startswith(body)]
+        if longer or not m:
+            whole = max(longer, default=max(map(len, bodies), default=0))
+            out.append(f"{nm} {where}: torn user:{kind} ({len(body)} of {whole} bytes)")
+        else:
+            out.append(f"{nm} {where}: user:{kind} with a body the program never sent "
+                       f"({len(body)} bytes)")
+
+    for nm, aid in sorted(agent_ids(ws, adapter).items()):
+        mdir = ws / lay.agents / aid / lay.messages
+        with contextlib.suppress(OSError):
+            for f in sorted(os.listdir(mdir), key=lambda f: (len(f), f)):
+                m = _ENTRY.match(f)
+                if m and m.group(3) == "md" and m.group(2) == lay.user:
+                    judge_one(nm, "delivered", (mdir / f).read_bytes())
+        inbox = ws / lay.inbox / aid
+        with contextlib.suppress(OSError):
+            for f in sorted(os.listdir(inbox)):
+                m = _DEPOSIT.match(f)
+                if m and not f.startswith(".") and m.group(1) == lay.user:
+                    judge_one(nm, "pending", (inbox / f).read_bytes())
+    return out
+
+
 @dataclass
 class Run:
     observation: Observation
     findings: list[str]
     killed: list[str]
+    faults: list[str] = field(default_factory=list)  # bodies that are not what was sent
+    unsupported: str = ""  # why the program cannot run on this implementation
 
 
 def run_program(p: Program, adapter: Adapter, ws: Path) -> Run:
     """Run the program through the adapter as subprocesses; read the final state."""
     from lernie_stateful.conform.run import Failed, wait_quiescent
+    from lernie_stateful.conform.watch import DeliveryKill, WatchError
 
     findings: list[str] = []
     killed: list[str] = []
+    sent: dict[str, list[bytes]] = {}
+    watchers: list[tuple[str, DeliveryKill]] = []
+    bodies = ws.parent / "kit-bodies"
     env = adapter.env({}, os.environ)
+    needs = [i for i in p.inputs if i.pad]
+    if needs and not adapter.has("message_file"):
+        return Run((), [], [], unsupported="a large message needs the adapter's optional verb "
+                   "message_file")
 
     def cmd(verb: str, values: Mapping[str, str]) -> list[str]:
         return adapter.argv(verb, {"ws": str(ws), **values})
+
+    def disarm() -> None:
+        for nm, w in watchers:
+            w.stop()
+            killed.extend(f"{nm}'s holder (pid {pid}) as {w.deposit} left its inbox"
+                          for pid in w.killed)
+            if w.deposit and not w.killed:
+                killed.append(f"nobody: {nm}'s lock was free as {w.deposit} left its inbox")
+        watchers.clear()
 
     subprocess.run(cmd("new", {}), env=env, capture_output=True, check=True, timeout=120,
                    stdin=subprocess.DEVNULL)
@@ -548,56 +649,79 @@ def run_program(p: Program, adapter: Adapter, ws: Path) -> Run:
             groups[-1].append(inp)
         else:
             groups.append([inp])
-    for group in groups:
-        procs: list[tuple[Input, subprocess.Popen[bytes]]] = []
-        for inp in group:
-            if inp.after:
-                time.sleep(inp.after)
-            ids = agent_ids(ws, adapter)
-            if inp.verb == "wait":
-                try:
-                    wait_quiescent(ws, adapter)
-                except Failed as exc:
-                    findings.append(f"{inp.show().strip()}: {exc}")
-                continue
-            if inp.verb == "kill":
-                aid = ids.get(inp.agent)
-                for pid in _lock_holders(ws, adapter, aid) if aid else []:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(pid, signal.SIGKILL)
-                        killed.append(f"{inp.agent}'s holder (pid {pid})")
-                continue
-            if inp.verb == "prompt":
-                argv = cmd("prompt", {"text": inp.body, "name": inp.agent})
-            elif inp.verb == "message":
-                argv = cmd("message", {"agent": ids.get(inp.agent, inp.agent),
-                                       "content": inp.body})
-            elif inp.verb == "stop":
-                if inp.agent not in ids:
-                    continue
-                argv = cmd("stop", {"agent": ids[inp.agent]})
-            else:
-                argv = cmd("scan", {})
-            procs.append((inp, subprocess.Popen(argv, env=env, stdout=subprocess.PIPE,
-                                                stderr=subprocess.PIPE,
-                                                stdin=subprocess.DEVNULL)))
-        for inp, proc in procs:
-            try:
-                _out, err = proc.communicate(timeout=120)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.communicate()
-                findings.append(f"{inp.show().strip()}: no exit within 120s")
-                continue
-            if proc.returncode and (inp.verb in ("prompt", "scan")
-                                    or (inp.verb == "message" and inp.agent != "C")):
-                findings.append(f"{inp.show().strip()}: exit {proc.returncode} "
-                                f"({err.decode('utf-8', 'replace').strip()[:200]})")
     try:
-        wait_quiescent(ws, adapter)
-    except Failed as exc:
-        findings.append(f"end of program: {exc}")
-    return Run(real_observation(ws, adapter), findings, killed)
+        for group in groups:
+            procs: list[tuple[Input, subprocess.Popen[bytes]]] = []
+            for inp in group:
+                if inp.after:
+                    time.sleep(inp.after)
+                ids = agent_ids(ws, adapter)
+                if inp.verb == "wait":
+                    try:
+                        wait_quiescent(ws, adapter)
+                    except Failed as exc:
+                        findings.append(f"{inp.show().strip()}: {exc}")
+                    disarm()  # as in the model: a kill not taken by now is not taken
+                    continue
+                if inp.verb == "kill":
+                    aid = ids.get(inp.agent)
+                    if inp.when and aid:
+                        def holders(aid: str = aid) -> list[int]:
+                            return _lock_holders(ws, adapter, aid)
+                        try:
+                            watchers.append((inp.agent, DeliveryKill(
+                                ws / adapter.layout.inbox / aid, holders)))
+                        except WatchError as exc:
+                            return Run((), [], [], unsupported=f"{inp.show().strip()}: {exc}")
+                        continue
+                    for pid in _lock_holders(ws, adapter, aid) if aid else []:
+                        with contextlib.suppress(ProcessLookupError):
+                            os.kill(pid, signal.SIGKILL)
+                            killed.append(f"{inp.agent}'s holder (pid {pid})")
+                    continue
+                if inp.verb == "prompt":
+                    argv = cmd("prompt", {"text": inp.body, "name": inp.agent})
+                    sent.setdefault(inp.agent, []).append(inp.content())
+                elif inp.verb == "message":
+                    agent = ids.get(inp.agent, inp.agent)
+                    if inp.pad:
+                        bodies.mkdir(parents=True, exist_ok=True)
+                        path = bodies / f"{len(list(bodies.iterdir())) + 1}.txt"
+                        path.write_bytes(inp.content())
+                        argv = cmd("message_file", {"agent": agent, "file": str(path)})
+                    else:
+                        argv = cmd("message", {"agent": agent, "content": inp.body})
+                    sent.setdefault(inp.agent, []).append(inp.content())
+                elif inp.verb == "stop":
+                    if inp.agent not in ids:
+                        continue
+                    argv = cmd("stop", {"agent": ids[inp.agent]})
+                else:
+                    argv = cmd("scan", {})
+                procs.append((inp, subprocess.Popen(argv, env=env, stdout=subprocess.PIPE,
+                                                    stderr=subprocess.PIPE,
+                                                    stdin=subprocess.DEVNULL)))
+            for inp, proc in procs:
+                try:
+                    _out, err = proc.communicate(timeout=120)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.communicate()
+                    findings.append(f"{inp.show().strip()}: no exit within 120s")
+                    continue
+                if proc.returncode and (inp.verb in ("prompt", "scan")
+                                        or (inp.verb == "message" and inp.agent != "C")):
+                    findings.append(f"{inp.show().strip()}: exit {proc.returncode} "
+                                    f"({err.decode('utf-8', 'replace').strip()[:200]})")
+        try:
+            wait_quiescent(ws, adapter)
+        except Failed as exc:
+            findings.append(f"end of program: {exc}")
+    finally:
+        disarm()
+        shutil.rmtree(bodies, ignore_errors=True)
+    return Run(real_observation(ws, adapter), findings, killed,
+               body_faults(ws, adapter, sent))
 
 
 # ------------------------------------------------------------------ the verdict
@@ -684,9 +808,17 @@ class Verdict:
 
 def judge(p: Program, run: Run, search: Search) -> Verdict:
     lines: list[str] = []
+    reached = run.observation in search.outcomes
     if run.findings:
         lines.append(f"{p.id}: " + run.findings[0])
-    elif run.observation not in search.outcomes:
+    elif run.faults and reached:
+        lines.append(f"{p.id}: a delivered or pending message is not the bytes the program "
+                     "sent")
+    elif run.faults:
+        lines.append(f"{p.id}: a message is not the bytes the program sent, and the final "
+                     f"state is not one the model reaches ({len(search.outcomes)} model "
+                     "outcomes)")
+    elif not reached:
         lines.append(f"{p.id}: the implementation's final state is not one the model "
                      f"reaches ({len(search.outcomes)} model outcomes)")
     if not lines:
@@ -695,12 +827,13 @@ def judge(p: Program, run: Run, search: Search) -> Verdict:
     if run.killed:
         lines.append("  killed: " + ", ".join(run.killed))
     lines += ["implementation's final state:", show_observation(run.observation)]
-    diff: list[str] = []
+    diff: list[str] = list(run.faults)
     if search.outcomes:
         near = min(search.outcomes, key=lambda o: (_size(run.observation, o), o))
-        diff = difference(run.observation, near)
-        lines += ["nearest model outcome:", show_observation(near), "difference:"]
-        lines += ["    " + d for d in diff] or ["    (none)"]
+        diff += difference(run.observation, near)
+        lines += ["nearest model outcome:", show_observation(near)]
+    if search.outcomes or diff:
+        lines += ["difference:"] + (["    " + d for d in diff] or ["    (none)"])
     return Verdict(p, False, "\n".join(lines), outcomes=len(search.outcomes),
                    nodes=search.nodes, diff=tuple(diff))
 
@@ -709,8 +842,11 @@ def check(p: Program, adapter: Adapter, ws: Path) -> Verdict:
     t0 = time.monotonic()
     search = reachable(p)
     run = run_program(p, adapter, ws)
+    if run.unsupported:
+        return Verdict(p, False, f"{p.id}: not applicable: {run.unsupported}",
+                       inconclusive=True, seconds=time.monotonic() - t0)
     v = judge(p, run, search)
-    if not v.passed and not search.complete and not run.findings:
+    if not v.passed and not search.complete and not run.findings and not run.faults:
         # The model search stopped at its bound: an outcome it did not list may still be
         # reachable, so this is no verdict (the scorecard counts it as not applicable).
         v = Verdict(p, False, f"{p.id}: the model search stopped at {search.nodes:,} states "

@@ -244,13 +244,13 @@ class AgentView(NamedTuple):
 
 View = tuple[AgentView, ...]
 
-_FRONT = re.compile(r"^---\n(.*?)\n---\n", re.S)
-_ENTRY = re.compile(r"^(\d+)-(.+)\.(md|json)$")
-_DEPOSIT = re.compile(r"^(.+)-(\d+)\.md$")
+FRONTMATTER = re.compile(r"^---\n(.*?)\n---\n", re.S)
+ENTRY_NAME = re.compile(r"^(\d+)-(.+)\.(md|json)$")
+DEPOSIT_NAME = re.compile(r"^(.+)-(\d+)\.md$")
 
 
-def _kind_of(text: str) -> str:
-    m = _FRONT.match(text)
+def kind_of(text: str) -> str:
+    m = FRONTMATTER.match(text)
     if m:
         for line in m.group(1).split("\n"):
             if line.startswith("epitaph: "):
@@ -412,25 +412,25 @@ class World:
             pend: list[tuple[int, str]] = []
             if inbox.is_dir():
                 for name in os.listdir(inbox):
-                    m = _DEPOSIT.match(name)
+                    m = DEPOSIT_NAME.match(name)
                     if m and not name.startswith("."):
                         text = (inbox / name).read_bytes().decode("utf-8", "replace")
-                        pend.append((self.index(m.group(1)), _kind_of(text)))
+                        pend.append((self.index(m.group(1)), kind_of(text)))
             wt = ws.worktree(aid)
             files = sorted(os.listdir(wt / MESSAGES_DIR)) if (wt / MESSAGES_DIR).is_dir() else []
             tracked = tracked_paths(wt)
             entries: list[tuple[str, object]] = []
             uncommitted: list[tuple[int, str]] = []
             stray_final = stray_step = False
-            for name in sorted(files, key=lambda n: int(_ENTRY.match(n).group(1))  # type: ignore[union-attr]
-                               if _ENTRY.match(n) else 0):
-                m = _ENTRY.match(name)
+            for name in sorted(files, key=lambda n: int(ENTRY_NAME.match(n).group(1))  # type: ignore[union-attr]
+                               if ENTRY_NAME.match(n) else 0):
+                m = ENTRY_NAME.match(name)
                 if not m:
                     continue
                 data = (wt / MESSAGES_DIR / name).read_bytes()
                 committed = f"{MESSAGES_DIR}/{name}" in tracked
                 if m.group(3) == "md":
-                    d = (self.index(m.group(2)), _kind_of(data.decode("utf-8", "replace")))
+                    d = (self.index(m.group(2)), kind_of(data.decode("utf-8", "replace")))
                     entries.append(("delivered", d))
                     if not committed:
                         uncommitted.append(d)
@@ -475,7 +475,7 @@ class World:
             for name in os.listdir(d):
                 if name.startswith(".") or not name.endswith(".md"):
                     continue
-                m = _FRONT.match((d / name).read_bytes().decode("utf-8", "replace"))
+                m = FRONTMATTER.match((d / name).read_bytes().decode("utf-8", "replace"))
                 if not m:
                     continue
                 head = dict(line.partition(": ")[::2] for line in m.group(1).split("\n"))

@@ -46,7 +46,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -66,7 +65,15 @@ from lernie_stateful.conform.adapter import Adapter
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
-from lernie_stateful.refinement import read_refs, tracked_paths, transcript_facts
+from lernie_stateful.refinement import (
+    DEPOSIT_NAME,
+    ENTRY_NAME,
+    FRONTMATTER,
+    kind_of,
+    read_refs,
+    tracked_paths,
+    transcript_facts,
+)
 
 NAMES = ("P", "C", "S")
 PARENTS = (NOBODY, 0, NOBODY)
@@ -452,18 +459,6 @@ def _apply_input(st: State, k: int, armed: frozenset[tuple[str, int]], inp: Inpu
 
 # ------------------------------------------------------------------ the implementation
 
-_ENTRY = re.compile(r"^(\d+)-(.+)\.(md|json)$")
-_DEPOSIT = re.compile(r"^(.+)-(\d+)\.md$")
-_FRONT = re.compile(r"^---\n(.*?)\n---\n", re.S)
-
-
-def _kind(text: str) -> str:
-    m = _FRONT.match(text)
-    if m:
-        for line in m.group(1).split("\n"):
-            if line.startswith("epitaph: "):
-                return line[len("epitaph: "):]
-    return M.PLAIN
 
 
 def agent_ids(ws: Path, adapter: Adapter) -> dict[str, str]:
@@ -497,14 +492,14 @@ def real_observation(ws: Path, adapter: Adapter) -> Observation:
         inbox = ws / lay.inbox / aid
         with contextlib.suppress(OSError):
             for f in os.listdir(inbox):
-                m = _DEPOSIT.match(f)
+                m = DEPOSIT_NAME.match(f)
                 if m and not f.startswith("."):
                     text = (inbox / f).read_bytes().decode("utf-8", "replace")
-                    pend.append((_who(who(m.group(1))), _kind(text)))
+                    pend.append((_who(who(m.group(1))), kind_of(text)))
         wt = ws / lay.agents / aid
         mdir = wt / lay.messages
         files = sorted((f for f in (os.listdir(mdir) if mdir.is_dir() else [])
-                        if _ENTRY.match(f)), key=lambda f: int(f.split("-", 1)[0]))
+                        if ENTRY_NAME.match(f)), key=lambda f: int(f.split("-", 1)[0]))
         tracked = tracked_paths(wt) if (wt / ".git").exists() else set()
         entries: list[tuple[str, object]] = []
         delivered: list[tuple[str, str]] = []
@@ -512,12 +507,12 @@ def real_observation(ws: Path, adapter: Adapter) -> Observation:
         executor_pending = False
         answers = 0
         for f in files:
-            m = _ENTRY.match(f)
+            m = ENTRY_NAME.match(f)
             assert m is not None
             data = (mdir / f).read_bytes()
             committed = f"{lay.messages}/{f}" in tracked
             if m.group(3) == "md":
-                d = (who(m.group(2)), _kind(data.decode("utf-8", "replace")))
+                d = (who(m.group(2)), kind_of(data.decode("utf-8", "replace")))
                 entries.append(("delivered", d))
                 delivered.append((_who(d[0]), d[1]))
                 uncommitted += not committed
@@ -574,12 +569,12 @@ def body_faults(ws: Path, adapter: Adapter, sent: Mapping[str, Sequence[bytes]])
 
     def judge_one(nm: str, where: str, data: bytes) -> None:
         text = data.decode("utf-8", "replace")
-        m = _FRONT.match(text)
+        m = FRONTMATTER.match(text)
         body = data[len(m.group(0).encode("utf-8")):] if m else b""
         bodies = sent.get(nm, ())
         if body in bodies:
             return
-        kind = _kind(text)
+        kind = kind_of(text)
         longer = [len(b) for b in bodies if len(b) > len(body) and b.startswith(body)]
         if longer or not m:
             whole = max(longer, default=max(map(len, bodies), default=0))
@@ -592,13 +587,13 @@ def body_faults(ws: Path, adapter: Adapter, sent: Mapping[str, Sequence[bytes]])
         mdir = ws / lay.agents / aid / lay.messages
         with contextlib.suppress(OSError):
             for f in sorted(os.listdir(mdir), key=lambda f: (len(f), f)):
-                m = _ENTRY.match(f)
+                m = ENTRY_NAME.match(f)
                 if m and m.group(3) == "md" and m.group(2) == lay.user:
                     judge_one(nm, "delivered", (mdir / f).read_bytes())
         inbox = ws / lay.inbox / aid
         with contextlib.suppress(OSError):
             for f in sorted(os.listdir(inbox)):
-                m = _DEPOSIT.match(f)
+                m = DEPOSIT_NAME.match(f)
                 if m and not f.startswith(".") and m.group(1) == lay.user:
                     judge_one(nm, "pending", (inbox / f).read_bytes())
     return out

@@ -212,28 +212,46 @@ def bench_message(python: Path, n: int) -> list[Row]:
     return rows
 
 
+DRAIN_EVERY = 50
+"""A running driver moves pending mail into the transcript at every step boundary, so an
+inbox seldom holds more than a few dozen deposits: the deposit row empties both
+directories (untimed) after every this many deposits."""
+
+
 def bench_deposit(n: int) -> list[Row]:
-    """In-process durable deposits against a bare write+fsync+link+directory-fsync loop."""
+    """In-process durable deposits against a bare write+fsync+link+directory-fsync loop.
+
+    A deposit lists its inbox to number itself (R-DEP-2), which the floor does not: the
+    row keeps the inbox at the size a driver leaves it (emptied every ``DRAIN_EVERY``);
+    the note gives the same ratio for an inbox that is never emptied and grows to
+    several hundred pending messages.
+    """
     from lernie_ref.inbox import deposit
 
     with tempfile.TemporaryDirectory(prefix="lernie-bench-") as tmp:
         ws, ids = _new_ws(Path(tmp))
         root = ws.root
+        inbox = ws.inbox_dir(ids[0])
         bare_dir = Path(tmp) / "bare"
         bare_dir.mkdir()
         counter = iter(range(10**9))
 
-        def lib() -> float:
-            start = time.perf_counter()
-            for _ in range(n):
-                deposit(root, ids[0], "user", "hello")
-            return (time.perf_counter() - start) / n * 1e6
+        def empty(directory: Path) -> None:
+            for name in os.listdir(directory):
+                if name.endswith(".md"):  # the deposits, nothing else the directory holds
+                    os.unlink(directory / name)
 
-        def bare() -> float:
+        def lib_batch(k: int) -> float:
+            start = time.perf_counter()
+            for _ in range(k):
+                deposit(root, ids[0], "user", "hello")
+            return time.perf_counter() - start
+
+        def bare_batch(k: int) -> float:
             start = time.perf_counter()
             dfd = os.open(bare_dir, os.O_RDONLY | os.O_DIRECTORY)
             try:
-                for _ in range(n):
+                for _ in range(k):
                     i = next(counter)
                     tmpname = bare_dir / f".t{i}"
                     fd = os.open(tmpname, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
@@ -245,12 +263,34 @@ def bench_deposit(n: int) -> list[Row]:
                     os.fsync(dfd)
             finally:
                 os.close(dfd)
-            return (time.perf_counter() - start) / n * 1e6
+            return time.perf_counter() - start
 
-        a, b = _interleaved(lib, bare, 3)
+        def drained(batch: Callable[[int], float], directory: Path) -> Callable[[], float]:
+            def timed() -> float:
+                total = 0.0
+                for done in range(0, n, DRAIN_EVERY):
+                    total += batch(min(DRAIN_EVERY, n - done))
+                    empty(directory)
+                return total / n * 1e6
+
+            return timed
+
+        def growing(batch: Callable[[int], float]) -> Callable[[], float]:
+            return lambda: batch(n) / n * 1e6
+
+        a, b = _interleaved(drained(lib_batch, inbox), drained(bare_batch, bare_dir), 3)
+        empty(inbox)
+        empty(bare_dir)
+        ga, gb = _interleaved(growing(lib_batch), growing(bare_batch), 3)
+        pending = sum(name.endswith(".md") for name in os.listdir(inbox))
+    note = (
+        f"inbox emptied every {DRAIN_EVERY}; never emptied (up to {pending} pending): "
+        f"{ga:.0f} / {gb:.0f} us, ratio {ga / gb:.2f}"
+    )
     return [
-        Row("deposit, durable, in-process (us/deposit)", a, "us", b, a / b, "<= 1.3x", a / b <= 1.3)
-    ]
+        Row("deposit, durable, in-process (us/deposit)", a, "us", b, a / b, "<= 1.3x",
+            a / b <= 1.3, note)
+    ]  # fmt: skip
 
 
 def bench_drain(python: Path, count: int) -> list[Row]:

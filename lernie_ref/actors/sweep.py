@@ -42,7 +42,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from lernie_ref.actors.drain import STRAY_SUBJECT
 from lernie_ref.actors.probe import ProbeOutcome, probe_actor
 from lernie_ref.actors.release import notice
 from lernie_ref.core.actor import Actor, Passed, run
@@ -305,6 +304,8 @@ def _result_on_disk(ws: Workspace, to: str, sender: str, terminal_ref: str) -> b
 def _commits_entry(subject: str, newest: Entry, agent: str) -> bool:
     """The tip's subject is the newest entry's own commit (R-TR-3) or the stray recovery
     that committed it (R-DRAIN-2)."""
+    from lernie_ref.actors.drain import STRAY_SUBJECT  # the drain's own text, loaded when needed
+
     return subject in (
         commit_subject(newest.seq, newest.origin, agent),
         STRAY_SUBJECT.format(agent=agent),

@@ -532,9 +532,11 @@ def _sweep_one(
         cleared = lock is None
 
         def clear_git_locks() -> None:
-            """R-WS-8: the sweep holds the lock, so it clears like a driver, before the
-            hold's first git call that writes (a hold that writes nothing leaves stale
-            files to the agent's next holder, which clears them before its own)."""
+            """R-WS-8: the sweep holds the lock, so it clears like a driver, before it
+            first reads the agent's refs or writes anything of it: a git of a dead holder
+            that outlived it may still be moving the refs, and the lock file it holds
+            shows it. A hold that does neither leaves stale ref locks to the agent's next
+            holder, which clears them before its own first git call."""
             nonlocal cleared
             if not cleared:
                 cleared = True
@@ -542,13 +544,28 @@ def _sweep_one(
                 if removed:
                     notice(gitlocks.describe(ws.root, removed, agent))
 
+        # The worktree's lock files are looked at before the transcript is read: a git of a
+        # dead holder still writing the worktree (a commit, a re-created worktree) is
+        # waited for first, exactly as before any git call (R-WS-8).
+        if not cleared and gitlocks.worktree_lock_exists(ws.repo_git, ws.worktree(agent), agent):
+            clear_git_locks()
+
         # Read with the lock held: the snapshot's values count only once confirmed (R-SCAN-6).
         if files is None or snapshot is None:
+            clear_git_locks()
             refs = Refs(ws, agent)
         elif isinstance(snapshot, RefOids):
             oids = snapshot
-            refs = Refs(ws, agent, oids=lambda: oids.confirm(files, agent), facts=facts)
+
+            def confirmed() -> AgentOids | None:
+                if not cleared and gitlocks.ref_lock_exists(ws.repo_git, agent):
+                    clear_git_locks()  # the worktree's were looked at already
+                assert files is not None
+                return oids.confirm(files, agent)
+
+            refs = Refs(ws, agent, oids=confirmed, facts=facts)
         else:
+            clear_git_locks()
             refs = Refs(ws, agent, confirm(snapshot, files, agent))
         listed = Transcript(ws.worktree(agent))  # listed once, when first read
         condition = assess(ws, agent, refs, listed)

@@ -95,12 +95,32 @@ def _owned_lock_texts(repo_git: Path, worktree: Path, agent_id: str) -> list[str
             if os.path.basename(parent) == "worktrees" and last not in ("", ".", ".."):
                 name = last
     admin = os.path.join(repo, "worktrees", name)
-    marks = (f"{MARK_REF_PREFIX}{kind.value}/{agent_id}.lock" for kind in MarkKind)
     return [
         *(os.path.join(admin, lock) for lock in WORKTREE_LOCKS),
+        *_ref_lock_texts(repo_git, agent_id),
+    ]
+
+
+def _ref_lock_texts(repo_git: Path, agent_id: str) -> list[str]:
+    """The branch's and the marks' lock files of :func:`owned_lock_files`, as text."""
+    repo = os.fspath(repo_git)
+    marks = (f"{MARK_REF_PREFIX}{kind.value}/{agent_id}.lock" for kind in MarkKind)
+    return [
         os.path.join(repo, f"{AGENT_REF_PREFIX}{agent_id}.lock"),
         *(os.path.join(repo, mark) for mark in marks),
     ]
+
+
+def worktree_lock_exists(repo_git: Path, worktree: Path, agent_id: str) -> bool:
+    """R-WS-8's look at the worktree's two lock files alone (``index.lock``, ``HEAD.lock``):
+    a git writing the worktree (a commit, a re-created worktree) holds one."""
+    return any(map(os.path.exists, _owned_lock_texts(repo_git, worktree, agent_id)[:2]))
+
+
+def ref_lock_exists(repo_git: Path, agent_id: str) -> bool:
+    """R-WS-8's look at the branch's and the marks' lock files alone: a git moving one
+    of the agent's refs holds one."""
+    return any(map(os.path.exists, _ref_lock_texts(repo_git, agent_id)))
 
 
 def _read_text(path: str) -> str:

@@ -194,7 +194,7 @@ def _stale_returned_lock(ws: Workspace, agent: str) -> Path:
     return path
 
 
-def test_r_ws_8_the_sweep_clears_a_stale_lock_before_its_first_write(
+def test_r_ws_8_the_sweep_clears_a_stale_lock_before_it_reads_refs_or_writes(
     ws: Workspace, capfd: pytest.CaptureFixture[str]
 ) -> None:
     """A dead child's obituary moves its returned mark: the stale lock of that mark is
@@ -215,16 +215,20 @@ def test_r_ws_8_the_sweep_clears_a_stale_lock_before_its_first_write(
 def test_r_ws_8_a_hold_that_writes_nothing_leaves_a_stale_lock_to_the_next_holder(
     ws: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """An agent at rest gets no write from the sweep, so its stale lock is left for its
-    next holder (a hop clears before its own first git call); planted bug: a sweep that
-    never clears fails on its first write."""
+    """A root at rest that can owe nothing (never messaged) gets neither a ref read nor a
+    write from the sweep, so its stale lock is left for its next holder (a hop clears
+    before its own first git call); one whose refs are read is cleared; planted bug: a
+    sweep that never clears fails on its first write."""
     rec = RecordingLauncher()
+    fresh = "20260711T000000Z-0000000a"
+    ws.create_root_agent(fresh, "", "goal")
+    ws.inbox_dir(fresh).mkdir(parents=True, exist_ok=True)
     root = cli_prompt(ws, "lead", "", rec)
-    drive(ws, root)
-    stale = _stale_returned_lock(ws, root)
+    drive(ws, root)  # newest entry a final response: its refs are read (R-SCAN-9)
+    untouched, read = _stale_returned_lock(ws, fresh), _stale_returned_lock(ws, root)
     scan(ws, RecordingLauncher(), SystemClock())
-    assert stale.exists()
-    stale.unlink()
+    assert untouched.exists() and not read.exists()
+    untouched.unlink()
     child = cli_dispatch(ws, root, "build it", "", rec)
     Inline(ws).crash_at(child, Point.HOP_WARRANT)
     _stale_returned_lock(ws, child)

@@ -80,6 +80,12 @@ def owned_lock_files(repo_git: Path, worktree: Path, agent_id: str) -> list[Path
 def _owned_lock_texts(repo_git: Path, worktree: Path, agent_id: str) -> list[str]:
     """The paths of :func:`owned_lock_files` as text; ``pathlib`` only for a ``.git`` pointer
     that is not in its plain form (where its normalisation could matter)."""
+    return [*_worktree_lock_texts(repo_git, worktree, agent_id),
+            *_ref_lock_texts(repo_git, agent_id)]
+
+
+def _worktree_lock_texts(repo_git: Path, worktree: Path, agent_id: str) -> list[str]:
+    """The worktree's lock files of :func:`owned_lock_files`, as text."""
     repo = os.fspath(repo_git)
     name = require_agent_id(agent_id)
     try:
@@ -94,27 +100,26 @@ def _owned_lock_texts(repo_git: Path, worktree: Path, agent_id: str) -> list[str
             parent, _, last = pointed.rpartition("/")
             if os.path.basename(parent) == "worktrees" and last not in ("", ".", ".."):
                 name = last
-    admin = os.path.join(repo, "worktrees", name)
-    return [
-        *(os.path.join(admin, lock) for lock in WORKTREE_LOCKS),
-        *_ref_lock_texts(repo_git, agent_id),
-    ]
+    admin = f"{repo}/worktrees/{name}/"
+    return [admin + lock for lock in WORKTREE_LOCKS]
+
+
+_MARK_KINDS = tuple(kind.value for kind in MarkKind)
 
 
 def _ref_lock_texts(repo_git: Path, agent_id: str) -> list[str]:
     """The branch's and the marks' lock files of :func:`owned_lock_files`, as text."""
     repo = os.fspath(repo_git)
-    marks = (f"{MARK_REF_PREFIX}{kind.value}/{agent_id}.lock" for kind in MarkKind)
     return [
-        os.path.join(repo, f"{AGENT_REF_PREFIX}{agent_id}.lock"),
-        *(os.path.join(repo, mark) for mark in marks),
+        f"{repo}/{AGENT_REF_PREFIX}{agent_id}.lock",
+        *(f"{repo}/{MARK_REF_PREFIX}{kind}/{agent_id}.lock" for kind in _MARK_KINDS),
     ]
 
 
 def worktree_lock_exists(repo_git: Path, worktree: Path, agent_id: str) -> bool:
     """R-WS-8's look at the worktree's two lock files alone (``index.lock``, ``HEAD.lock``):
     a git writing the worktree (a commit, a re-created worktree) holds one."""
-    return any(map(os.path.exists, _owned_lock_texts(repo_git, worktree, agent_id)[:2]))
+    return any(map(os.path.exists, _worktree_lock_texts(repo_git, worktree, agent_id)))
 
 
 def ref_lock_exists(repo_git: Path, agent_id: str) -> bool:

@@ -65,7 +65,8 @@ class Transcript:
     """Sequences taken by the first step: a terminal response, its window and the one before."""
 
     def __init__(self, worktree: Path) -> None:
-        self.directory = Path(worktree) / MESSAGES_DIR
+        where = worktree if isinstance(worktree, Path) else Path(worktree)
+        self.directory = where / MESSAGES_DIR
         self._names: list[str] | None = None
         self._numbered: list[int] = []  # indices into _names of the names with a number
         self._seqs: list[int] = []  # their numbers, aligned with _numbered

@@ -15,7 +15,7 @@ import contextlib
 import json
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -25,7 +25,7 @@ from lernie_ref.core.frontmatter import split_frontmatter, terminal_ref_of
 from lernie_ref.core.ids import is_agent_id, parent_of
 from lernie_ref.core.sweep import REVIVE_LIMIT, Condition, at_rest_mark, condition_of
 from lernie_ref.core.vocab import NAME_FILE, Epitaph, MarkKind
-from lernie_ref.operator.stop import holders_in, lock_table
+from lernie_ref.operator.stop import LockLine, holders_in, lock_table
 from lernie_ref.reply_debt import Entry, is_terminal_response
 from lernie_ref.substrate.deposit import Pending, pending
 from lernie_ref.substrate.refsnap import (
@@ -210,6 +210,32 @@ def worktree_name(ws: Workspace, agent: str) -> str | None:
         os.close(fd)
 
 
+class _Background:
+    """``read()`` run on a thread of its own; :meth:`result` waits for it and returns its
+    value, or raises what it raised."""
+
+    def __init__(self, read: Callable[[], list[LockLine] | None]) -> None:
+        import threading  # loaded with subprocess already
+
+        self._read = read
+        self._value: list[LockLine] | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._value = self._read()
+        except BaseException as exc:  # handed to the caller's thread by result()
+            self._error = exc
+
+    def result(self) -> list[LockLine] | None:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
 def status(ws: Workspace) -> list[AgentStatus]:
     """R-STATUS-1: one row per registered agent, in registry order.
 
@@ -230,9 +256,13 @@ def status(ws: Workspace) -> list[AgentStatus]:
         with contextlib.suppress(LernieError):
             entries[agent] = listed[agent].everything()
     inboxes = {agent: ws.inbox_dir(agent) for agent in agents}
+    # The lock table is read while the inboxes are listed: the kernel makes its first
+    # reader in a process wait for a grace period (7-12 ms measured), time it sleeps
+    # rather than works, so the listing fills it.
+    table_reader = _Background(lock_table)
     deposits = {agent: pending(inboxes[agent]) for agent in agents}  # one listing per inbox
     lookup = _Results(agents, deposits, entries)
-    table = lock_table()
+    table = table_reader.result()
     lives: dict[str, bool | None] = {}
     for agent in agents:
         holders = holders_in(table, inboxes[agent])

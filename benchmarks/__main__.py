@@ -406,7 +406,7 @@ with os.scandir(os.path.join(root, "inbox")) as inboxes:
 the refs (one `git for-each-ref`) and every inbox directory, and nothing else."""
 
 
-def bench_operator(python: Path, agents: int) -> list[Row]:
+def bench_operator(python: Path, agents: int, rounds: int = 9) -> list[Row]:
     """`lernie scan` and `lernie status` over many agents against listing refs and inboxes.
 
     Every agent has its inbox directory (as after its first message), so the scan probes
@@ -439,7 +439,7 @@ def bench_operator(python: Path, agents: int) -> list[Row]:
         for verb in ("scan", "status"):
             cmd = [_lernie(python), verb, str(root)]
             a, b = _interleaved(
-                lambda cmd=cmd: _run_ms(cmd, env), lambda: _run_ms(floor, env), 5
+                lambda cmd=cmd: _run_ms(cmd, env), lambda: _run_ms(floor, env), rounds
             )
             best = _best_of_note()
             inside = statistics.median(in_process() for _ in range(5))
@@ -555,7 +555,7 @@ def main(argv: list[str] | None = None) -> int:
         "deposit": lambda py: bench_deposit(50 if q else 300),
         "drain": lambda py: bench_drain(py, 50 if q else 1000),
         "owes": lambda py: bench_owes(2_000 if q else 100_000),
-        "operator": lambda py: bench_operator(py, 20 if q else 1000),
+        "operator": lambda py: bench_operator(py, 20 if q else 1000, 5 if q else 9),
         "explorer": lambda py: bench_explorer(),
         "refinement": lambda py: bench_refinement(3 if q else 20),
         "exchange": lambda py: bench_exchange(py, 10 if q else 100),

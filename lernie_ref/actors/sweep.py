@@ -42,7 +42,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from lernie_ref.actors.drain import STRAY_SUBJECT
 from lernie_ref.actors.probe import ProbeOutcome, probe_actor
 from lernie_ref.actors.release import notice
 from lernie_ref.core.actor import Actor, Passed, run
@@ -76,6 +75,7 @@ from lernie_ref.core.sweep import (
     revivals_record,
 )
 from lernie_ref.core.vocab import (
+    INBOX_DIR,
     MARK_REF_PREFIX,
     MESSAGES_DIR,
     STEPS_DIR,
@@ -95,9 +95,23 @@ from lernie_ref.reply_debt import (
 from lernie_ref.substrate import gitlocks, guarded
 from lernie_ref.substrate.deposit import deposit_result_actor, pending
 from lernie_ref.substrate.launcher import Launcher
-from lernie_ref.substrate.lock import try_acquire
-from lernie_ref.substrate.refsnap import AgentRefs, RefFiles, RefSnapshot, confirm
-from lernie_ref.substrate.transcript import commit_subject, entry_name, history_of, load
+from lernie_ref.substrate.lock import InboxAt, try_acquire
+from lernie_ref.substrate.refsnap import (
+    AgentOids,
+    AgentRefs,
+    ObjectFacts,
+    RefFiles,
+    RefOids,
+    RefSnapshot,
+    confirm,
+)
+from lernie_ref.substrate.transcript import (
+    Transcript,
+    commit_subject,
+    entry_name,
+    history_of,
+    load,
+)
 from lernie_ref.substrate.workspace import Workspace
 
 __all__ = [  # the pure decisions live in lernie_ref.core.sweep; re-exported here for callers
@@ -135,9 +149,11 @@ def mark_value(ws: Workspace, kind: str, agent: str) -> str | None:
     return result.stdout
 
 
-def transcript_due(ws: Workspace, agent: str) -> Warrant:
-    """R-STEP-3 over the agent's worktree transcript (strays included: they were delivered)."""
-    return warrant_of(history_of(load(ws.worktree(agent))))
+def transcript_due(ws: Workspace, agent: str, listed: Transcript | None = None) -> Warrant:
+    """R-STEP-3 over the agent's worktree transcript (strays included: they were delivered).
+
+    ``listed``: the agent's transcript as this hold already listed it (see :class:`Hold`)."""
+    return warrant_of(history_of(load(ws.worktree(agent), listed)))
 
 
 def tip_of(ws: Workspace, agent: str) -> str:
@@ -154,21 +170,54 @@ class Refs:
     them unchanged under the agent's lock; otherwise each is asked of git when first needed,
     as the sweep always did. Read once per hold: only the holder moves them (R-SCAN-6), and
     the sweep reads them before its own deposit moves the returned mark.
+
+    With ``oids`` (a call of :meth:`RefOids.confirm` under the lock, made when a decision
+    first asks for a ref: a hold that needs none reads none) a mark's commit and the tip's
+    subject come from ``facts`` (read once per pass, when first needed), and from git for
+    an object id the facts do not cover.
     """
 
-    def __init__(self, ws: Workspace, agent: str, confirmed: AgentRefs | None = None) -> None:
+    def __init__(
+        self,
+        ws: Workspace,
+        agent: str,
+        confirmed: AgentRefs | None = None,
+        *,
+        oids: Callable[[], AgentOids | None] | None = None,
+        facts: ObjectFacts | None = None,
+    ) -> None:
         self._ws = ws
         self._agent = agent
         self._confirmed = confirmed
+        self._confirm = oids
+        self._oids: AgentOids | None = None
+        self._facts = facts
+
+    def _confirmed_oids(self) -> AgentOids | None:
+        if self._confirm is not None:
+            self._oids, self._confirm = self._confirm(), None
+        return self._oids
 
     def tip(self) -> str:
         if self._confirmed is not None:
             return self._confirmed.tip
+        oids = self._confirmed_oids()
+        if oids is not None:
+            return oids.tip
         return tip_of(self._ws, self._agent)
 
     def mark(self, kind: MarkKind) -> str | None:
         known = self._confirmed
         if known is None:
+            oids = self._confirmed_oids()
+            if oids is not None:
+                oid = oids.mark(kind)
+                if oid is None:  # no such ref: what rev-parse answers too
+                    return None
+                if self._facts is not None:
+                    plain, value = self._facts.commit(oid)
+                    if plain:
+                        return value
             return mark_value(self._ws, kind, self._agent)
         if kind is MarkKind.RETURNED:
             return known.returned
@@ -180,30 +229,57 @@ class Refs:
         """The subject of commit ``tip`` (``git log -1 --format=%s``)."""
         if self._confirmed is not None and self._confirmed.tip == tip:
             return self._confirmed.subject
+        oids = self._confirmed_oids()
+        if oids is not None and oids.tip == tip and self._facts is not None:
+            info = self._facts.info(tip)
+            if info is not None:
+                return info.subject
         return self._ws.git.run(self._ws.repo_git, ["log", "-1", "--format=%s", tip]).stdout
 
 
 def read_condition(
-    ws: Workspace, agent: str, refs: Refs | None = None
+    ws: Workspace, agent: str, refs: Refs | None = None, listed: Transcript | None = None
 ) -> tuple[Condition, str]:
     """Read one undriven agent's condition and its branch tip (the caller holds the lock)."""
     refs = refs or Refs(ws, agent)
     tip = refs.tip()
+    return assess(ws, agent, refs, listed), tip
+
+
+def assess(ws: Workspace, agent: str, refs: Refs, listed: Transcript | None = None) -> Condition:
+    """R-SCAN-4: one undriven agent's condition (the caller holds the lock). The refs are
+    read only when they can change the answer: with no mail and something due."""
     mail = len(pending(ws.inbox_dir(agent)))
     due, budget_at_tip = Warrant.NOTHING_DUE, False
     if not mail:  # with mail pending the transcript does not matter (R-SCAN-4)
         try:
-            due = transcript_due(ws, agent)
+            due = transcript_due(ws, agent, listed)
         except LernieError as exc:
             raise ScanError(f"read transcript of {agent}: {exc}") from None
-        # A stop is at rest too (R-SCAN-4, D-19).
-        budget_at_tip = at_rest_mark(
-            tip, refs.mark(MarkKind.BUDGET_EXHAUSTED), refs.mark(MarkKind.STOPPED)
-        )
-    condition = condition_of(
-        driven=False, pending_count=mail, due=due, budget_at_tip=budget_at_tip
-    )
-    return condition, tip
+        if due is not Warrant.NOTHING_DUE:  # nothing due is at rest whatever the marks say
+            # A stop is at rest too (R-SCAN-4, D-19).
+            budget_at_tip = at_rest_mark(
+                refs.tip(), refs.mark(MarkKind.BUDGET_EXHAUSTED), refs.mark(MarkKind.STOPPED)
+            )
+    return condition_of(driven=False, pending_count=mail, due=due, budget_at_tip=budget_at_tip)
+
+
+def may_owe_a_result(agent: str, registry: frozenset[str], listed: Transcript) -> bool:
+    """Whether R-SCAN-9, R-SCAN-10's stray or R-SCAN-11 can apply to an agent at rest.
+
+    Each needs a recipient: R-SCAN-11 looks for a result in the registered parent's mail or
+    in the newest terminal response's recipient's; R-SCAN-9 and the stray need the newest
+    entry to be a terminal response. With no registered parent and a newest entry that is
+    not a terminal response (or none), none applies, and the sweep reads no ref for the
+    agent. ``True`` when the entry cannot be judged: the full checks then say why.
+    """
+    if parent_of(agent) in registry:
+        return True
+    try:
+        entries = listed.everything()
+        return bool(entries) and is_terminal_response(entries[0])
+    except LernieError:
+        return True
 
 
 def _result_on_disk(ws: Workspace, to: str, sender: str, terminal_ref: str) -> bool:
@@ -228,6 +304,8 @@ def _result_on_disk(ws: Workspace, to: str, sender: str, terminal_ref: str) -> b
 def _commits_entry(subject: str, newest: Entry, agent: str) -> bool:
     """The tip's subject is the newest entry's own commit (R-TR-3) or the stray recovery
     that committed it (R-DRAIN-2)."""
+    from lernie_ref.actors.drain import STRAY_SUBJECT  # the drain's own text, loaded when needed
+
     return subject in (
         commit_subject(newest.seq, newest.origin, agent),
         STRAY_SUBJECT.format(agent=agent),
@@ -235,7 +313,12 @@ def _commits_entry(subject: str, newest: Entry, agent: str) -> bool:
 
 
 def unsent_reply(
-    ws: Workspace, agent: str, tip: str, registry: frozenset[str], refs: Refs | None = None
+    ws: Workspace,
+    agent: str,
+    tip: str,
+    registry: frozenset[str],
+    refs: Refs | None = None,
+    listed: Transcript | None = None,
 ) -> UnsentReply | None:
     """R-SCAN-9: the final response at ``agent``'s tip that never reached its recipient, if any.
 
@@ -250,7 +333,7 @@ def unsent_reply(
     if returned == tip:
         return None
     worktree = ws.worktree(agent)
-    entries = read_entries(worktree)
+    entries = read_entries(worktree) if listed is None else listed.everything()
     if not entries or not is_terminal_response(entries[0]):
         return None
     newest = entries[0]
@@ -269,7 +352,11 @@ def unsent_reply(
 
 
 def landed_result(
-    ws: Workspace, agent: str, tip: str, registered: Callable[[str], bool]
+    ws: Workspace,
+    agent: str,
+    tip: str,
+    registered: Callable[[str], bool],
+    listed: Transcript | None = None,
 ) -> str | None:
     """R-SCAN-11: the agent whose inbox or transcript holds a result from ``agent``
     carrying ``tip`` (its parent, for an obituary; the final response's recipient, when
@@ -278,7 +365,7 @@ def landed_result(
     parent = parent_of(agent)
     if parent is not None and registered(parent):
         candidates.append(parent)
-    entries = read_entries(ws.worktree(agent))
+    entries = read_entries(ws.worktree(agent)) if listed is None else listed.everything()
     if entries and is_terminal_response(entries[0]):
         to = recipient(ws.worktree(agent), agent, Epitaph.FINAL_RESPONSE)
         if to is not None and to not in candidates and registered(to):
@@ -300,12 +387,17 @@ def repair_returned_mark(ws: Workspace, agent: str, tip: str, to: str) -> None:
 
 
 def repair_if_landed(
-    ws: Workspace, agent: str, tip: str, returned: str | None, registered: Callable[[str], bool]
+    ws: Workspace,
+    agent: str,
+    tip: str,
+    returned: str | None,
+    registered: Callable[[str], bool],
+    listed: Transcript | None = None,
 ) -> bool:
     """R-SCAN-11 as the sweep and the hop apply it: ``True`` when the mark was repaired."""
     if returned == tip:
         return False
-    to = landed_result(ws, agent, tip, registered)
+    to = landed_result(ws, agent, tip, registered, listed)
     if to is None:
         return False
     repair_returned_mark(ws, agent, tip, to)
@@ -315,24 +407,30 @@ def repair_if_landed(
 # --------------------------------------------------------------------- revival
 
 
-def work_due(ws: Workspace, agent: str) -> bool:
+def work_due(ws: Workspace, agent: str, listed: Transcript | None = None) -> bool:
     """R-SCAN-10: a hop would take a step (:func:`~lernie_ref.core.sweep.owed_launch` over
     the agent's worktree transcript).
 
     I-19: what a crash leaves with work due is what this scan revives, so no agent stays
     dead with work due once the operator has run ``lernie scan``."""
-    history = history_of(load(ws.worktree(agent)))
+    history = history_of(load(ws.worktree(agent), listed))
     return owed_launch(warrant_of(history), bool(unanswered_tail(history)))
 
 
-def stray_terminal(ws: Workspace, agent: str, tip: str, refs: Refs | None = None) -> bool:
+def stray_terminal(
+    ws: Workspace,
+    agent: str,
+    tip: str,
+    refs: Refs | None = None,
+    listed: Transcript | None = None,
+) -> bool:
     """R-SCAN-10: the newest entry is a terminal response that is not in the tip's tree:
     its driver died between the entry's rename and its commit (an uncommitted stray).
 
     When the tip is that entry's own commit (its subject says so, and the file carries
     the entry's canonical name) the entry is in the tip's tree; otherwise git is asked.
     """
-    entries = read_entries(ws.worktree(agent))
+    entries = read_entries(ws.worktree(agent)) if listed is None else listed.everything()
     if not entries or not is_terminal_response(entries[0]):
         return False
     newest = entries[0]
@@ -394,8 +492,10 @@ def _sweep_one(
     report: ScanReport,
     clock: Clock,
     launcher: Launcher,
-    snapshot: RefSnapshot | None = None,
+    snapshot: RefSnapshot | RefOids | None = None,
     files: RefFiles | None = None,
+    facts: ObjectFacts | None = None,
+    inbox_root: int | None = None,
 ) -> Actor[None]:
     """One agent's sweep under its lock (R-SCAN-4, R-SCAN-5, R-SCAN-6).
 
@@ -404,13 +504,22 @@ def _sweep_one(
     returned mark to the tip (and is never repeated when it is already on disk), so a
     second pass with nothing new deposits nothing. R-SCAN-8's residuals are read as the
     SPEC says: a removed worktree is an empty transcript, a stopped root reads as a death.
+
+    Each reading is made once per hold and serves every decision of it (R-SCAN-6: only
+    the holder moves the agent's refs and transcript): the refs are confirmed once, and
+    the transcript is listed once (:class:`~lernie_ref.substrate.transcript.Transcript`)
+    for the condition, the mark repair, the unsent reply, the stray and the revival.
     """
     inbox = ws.inbox_dir(agent)
     lock = None
     revive = False
-    if inbox.is_dir():  # no directory: nobody can hold the lock, and none is created (R-SCAN-6)
+    # no directory: nobody can hold the lock, and none is created (R-SCAN-6)
+    if os.path.isdir(inbox):
+        # From the pass's descriptor of <ws>/inbox when it holds one (R-WS-7: the walk's
+        # last step); the full walk otherwise, and for anything but a directory there.
+        probe = inbox if inbox_root is None else InboxAt(inbox_root, agent, inbox)
         try:
-            lock = try_acquire(inbox)
+            lock = try_acquire(probe)
         except LockError as exc:
             raise ScanError(f"probe executor lock at {inbox}: {exc.detail}") from None
         if lock is None:
@@ -420,18 +529,49 @@ def _sweep_one(
     try:
         # No inbox directory: nothing to hold (and no executor can hold it either).
         yield Passed(Point.SCAN_HELD if lock is not None else Point.SCAN_NO_INBOX, agent)
-        if lock is not None:  # R-WS-8: the sweep holds the lock, so it clears like a driver
-            removed = gitlocks.clear_stale_locks(ws.root, ws.worktree(agent), agent)
-            if removed:
-                notice(gitlocks.describe(ws.root, removed, agent))
+        cleared = lock is None
+
+        def clear_git_locks() -> None:
+            """R-WS-8: the sweep holds the lock, so it clears like a driver, before it
+            first reads the agent's refs or writes anything of it: a git of a dead holder
+            that outlived it may still be moving the refs, and the lock file it holds
+            shows it. A hold that does neither leaves stale ref locks to the agent's next
+            holder, which clears them before its own first git call."""
+            nonlocal cleared
+            if not cleared:
+                cleared = True
+                removed = gitlocks.clear_stale_locks(ws.root, ws.worktree(agent), agent)
+                if removed:
+                    notice(gitlocks.describe(ws.root, removed, agent))
+
+        # The worktree's lock files are looked at before the transcript is read: a git of a
+        # dead holder still writing the worktree (a commit, a re-created worktree) is
+        # waited for first, exactly as before any git call (R-WS-8).
+        if not cleared and gitlocks.worktree_lock_exists(ws.repo_git, ws.worktree(agent), agent):
+            clear_git_locks()
+
         # Read with the lock held: the snapshot's values count only once confirmed (R-SCAN-6).
-        confirmed = None
-        if snapshot is not None and files is not None:
-            confirmed = confirm(snapshot, files, agent)
-        refs = Refs(ws, agent, confirmed)
-        condition, tip = read_condition(ws, agent, refs)
+        if files is None or snapshot is None:
+            clear_git_locks()
+            refs = Refs(ws, agent)
+        elif isinstance(snapshot, RefOids):
+            oids = snapshot
+
+            def confirmed() -> AgentOids | None:
+                if not cleared and gitlocks.ref_lock_exists(ws.repo_git, agent):
+                    clear_git_locks()  # the worktree's were looked at already
+                assert files is not None
+                return oids.confirm(files, agent)
+
+            refs = Refs(ws, agent, oids=confirmed, facts=facts)
+        else:
+            clear_git_locks()
+            refs = Refs(ws, agent, confirm(snapshot, files, agent))
+        listed = Transcript(ws.worktree(agent))  # listed once, when first read
+        condition = assess(ws, agent, refs, listed)
         yield Passed(Point.SCAN_ASSESSED, agent, condition.value)
         if condition is Condition.DIED_MID_WORK:
+            tip = refs.tip()
             parent = parent_of(agent)
             if parent not in registry:
                 parent = None  # R-SCAN-1: a parent with no ref makes the agent a root
@@ -442,9 +582,11 @@ def _sweep_one(
             elif _result_on_disk(ws, parent, agent, tip):
                 # a kill between the obituary's publish and its mark (R-SCAN-11)
                 if lock is not None:
+                    clear_git_locks()
                     repair_returned_mark(ws, agent, tip, parent)
             else:
                 report.silent_deaths.append(agent)
+                clear_git_locks()
                 yield from deposit_result_actor(
                     ws.root, parent, agent, Epitaph.DIED, tip, None, clock, ws.git
                 )
@@ -452,27 +594,36 @@ def _sweep_one(
                 yield Passed(Point.SCAN_SWEPT, agent, parent)
             if lock is not None:
                 try:
-                    due = work_due(ws, agent)
+                    due = work_due(ws, agent, listed)
                 except LernieError as exc:
                     raise ScanError(f"read transcript of {agent}: {exc}") from None
                 if due:
                     revive = _revive(ws, agent, tip, report)
-        elif condition is Condition.AT_REST:
+        elif condition is Condition.AT_REST and may_owe_a_result(agent, registry, listed):
+            tip = refs.tip()
             if lock is not None:  # R-SCAN-11: a result whose mark a kill left behind
+                returned = refs.mark(MarkKind.RETURNED)
                 try:
-                    repair_if_landed(
-                        ws, agent, tip, refs.mark(MarkKind.RETURNED), registry.__contains__
-                    )
+                    landed = None
+                    if returned != tip:
+                        landed = landed_result(ws, agent, tip, registry.__contains__, listed)
                 except LernieError as exc:
                     raise ScanError(f"returned mark repair of {agent}: {exc}") from None
+                if landed is not None:
+                    clear_git_locks()
+                    try:
+                        repair_returned_mark(ws, agent, tip, landed)
+                    except LernieError as exc:
+                        raise ScanError(f"returned mark repair of {agent}: {exc}") from None
             try:
-                unsent = unsent_reply(ws, agent, tip, registry, refs)
-                stray = lock is not None and stray_terminal(ws, agent, tip, refs)
+                unsent = unsent_reply(ws, agent, tip, registry, refs, listed)
+                stray = lock is not None and stray_terminal(ws, agent, tip, refs, listed)
             except LernieError as exc:
                 raise ScanError(f"read transcript of {agent}: {exc}") from None
             if stray:  # R-SCAN-10: the hop recovers it and finishes its exit protocol
                 revive = _revive(ws, agent, tip, report)
             if unsent is not None:
+                clear_git_locks()
                 yield from deposit_result_actor(
                     ws.root,
                     unsent.recipient,
@@ -553,17 +704,39 @@ def scan_actor(
     Always: none (an empty workspace passes no point).
     """
     try:
-        # One git call for every agent's tip and marks; each is confirmed under its lock.
-        snapshot = RefSnapshot.read(ws.git, ws.repo_git)
+        # One git call for every agent's tip and marks, names and object ids only; each
+        # agent's are confirmed under its lock. What the objects are (a mark's commit, the
+        # tip's subject) is read once, by a second call, only if some agent needs it.
+        snapshot = RefOids.read(ws.git, ws.repo_git)
     except LernieError as exc:
         raise GitOpError("for-each-ref agents/", exc) from None
     # A ref whose name is not one path component (``agents/x/y``) names no agent.
     agents = [a for a in snapshot.agent_ids() if is_agent_id(a)]
     registry = frozenset(agents)
     files = RefFiles(ws.repo_git)
+    facts = ObjectFacts(ws.git, ws.repo_git)
     report = ScanReport()
-    for agent in agents:
-        yield from _sweep_one(ws, agent, registry, report, clock, launcher, snapshot, files)
+    try:  # <ws>/inbox, held for the sweep's probes; without it each probe walks from the root
+        held: guarded.Dir | None = guarded.walk(ws.root, (INBOX_DIR,))
+    except (OSError, ContainmentError):
+        held = None
+    try:
+        for agent in agents:
+            yield from _sweep_one(
+                ws,
+                agent,
+                registry,
+                report,
+                clock,
+                launcher,
+                snapshot,
+                files,
+                facts,
+                None if held is None else held.fd,
+            )
+    finally:
+        if held is not None:
+            held.close()
     yield from _flush(ws, registry, launcher, report)
     return report
 

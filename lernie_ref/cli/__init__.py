@@ -12,6 +12,10 @@ arguments, none starting with ``-``) skips ``argparse``: :func:`_plain_message` 
 the verb the same three values argparse would, so outputs, errors and exit codes
 are the same; anything else (an option, ``--``, ``-`` for standard input, ``--file``,
 a missing or extra argument) goes through the parser (R-CLI-5, R-CLI-7).
+``lernie scan <ws>`` and ``lernie status <ws>``, each with or without one ``--json``
+before or after the workspace, skip it the same way (:func:`_plain_operator`): they
+read every agent of the workspace, and the parser would cost them as much as a few
+hundred agents.
 """
 
 from __future__ import annotations
@@ -24,7 +28,10 @@ from lernie_ref.core.errors import LernieError
 TYPE_CHECKING = False  # argparse and typing stay off the message path (R-CLI-5)
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
+    from typing import TypeVar
+
+    _A = TypeVar("_A")
 
 VERBS: dict[str, str] = {
     "new": "create a workspace",
@@ -58,6 +65,32 @@ def _plain_message(args: list[str]) -> _MessageArgs | None:
     if any(a.startswith("-") for a in args):
         return None
     return _MessageArgs(args[1], args[2], args[3])
+
+
+class _OperatorArgs:
+    """The values argparse would give ``lernie scan`` or ``lernie status``."""
+
+    def __init__(self, verb: str, workspace: str, json: bool) -> None:
+        self.verb = verb
+        self.workspace = workspace
+        self.json = json
+
+
+OPERATOR_VERBS = ("scan", "status")
+
+
+def _plain_operator(args: list[str]) -> _OperatorArgs | None:
+    """``scan|status <ws>`` with at most one ``--json`` (before or after ``<ws>``) and no
+    other argument argparse could read as an option; ``None`` for every other line."""
+    if not args or args[0] not in OPERATOR_VERBS:
+        return None
+    rest = args[1:]
+    json = rest.count("--json") == 1 and len(rest) == 2
+    if json:
+        rest.remove("--json")
+    if len(rest) != 1 or rest[0].startswith("-"):
+        return None
+    return _OperatorArgs(args[0], rest[0], json)
 
 
 def _parser(selected: str | None) -> argparse.ArgumentParser:
@@ -96,25 +129,36 @@ def _parse(selected: str | None, args: list[str]) -> argparse.Namespace:
     return _parser(selected).parse_args(args)
 
 
+def partial_run(run: Callable[[_A], str | None], ns: _A) -> Callable[[], str | None]:
+    """``run(ns)``, to be called later (``functools.partial`` without its import)."""
+    return lambda: run(ns)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     plain = _plain_message(args)
+    operator = None if plain is not None else _plain_operator(args)
+    call: Callable[[], str | None]
     if plain is not None:
-        from lernie_ref.cli import message as module
+        from lernie_ref.cli import message
 
         verb = plain.verb
-        ns: argparse.Namespace | _MessageArgs = plain
+        call = partial_run(message.run, plain)
     else:
         import importlib
 
-        selected = next((a for a in args if not a.startswith("-")), None)
-        if selected not in VERBS:
-            selected = None
-        ns = _parse(selected, args)
-        verb = ns.verb
-        module = importlib.import_module(f"lernie_ref.cli.{verb}")
+        if operator is not None:
+            verb = operator.verb
+            ns: argparse.Namespace | _OperatorArgs = operator
+        else:
+            selected = next((a for a in args if not a.startswith("-")), None)
+            if selected not in VERBS:
+                selected = None
+            ns = _parse(selected, args)
+            verb = ns.verb
+        call = partial_run(importlib.import_module(f"lernie_ref.cli.{verb}").run, ns)
     try:
-        product: str | None = module.run(ns)
+        product = call()
     except LernieError as exc:
         print(f"lernie {verb}: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -7,13 +7,18 @@ deposit on its author's behalf is also named on stderr.
 
 from __future__ import annotations
 
-import argparse
 import sys
 
-from lernie_ref import inbox
 from lernie_ref.actors.sweep import scan
 from lernie_ref.core.clock import SystemClock
+from lernie_ref.substrate.launcher import AdvanceLauncher
 from lernie_ref.substrate.workspace import require_workspace
+
+TYPE_CHECKING = False  # argparse stays off the plain command line (R-CLI-5)
+if TYPE_CHECKING:
+    import argparse
+
+    from lernie_ref.cli import _OperatorArgs
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -21,9 +26,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print a machine-readable report")
 
 
-def run(ns: argparse.Namespace) -> str | None:
+def run(ns: argparse.Namespace | _OperatorArgs) -> str | None:
     ws = require_workspace(ns.workspace)
-    report = scan(ws, inbox.AdvanceLauncher(), SystemClock())
+    report = scan(ws, AdvanceLauncher(), SystemClock())
     for agent, to in report.resent:
         print(
             f"lernie scan: {agent}: its final response never reached {to}; "

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from lernie_ref.operator.status import advice, render_json, render_table, status
 from lernie_ref.substrate.workspace import require_workspace
+
+TYPE_CHECKING = False  # argparse stays off the plain command line (R-CLI-5)
+if TYPE_CHECKING:
+    import argparse
+
+    from lernie_ref.cli import _OperatorArgs
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -14,7 +19,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
-def run(ns: argparse.Namespace) -> str | None:
+def run(ns: argparse.Namespace | _OperatorArgs) -> str | None:
     ws = require_workspace(ns.workspace)
     rows = status(ws)
     for row in rows:  # R-STATUS-5: what to do for a dead agent, on stderr

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Sequence
+import os
+import stat
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -22,11 +24,18 @@ from lernie_ref.core.errors import LernieError
 from lernie_ref.core.frontmatter import split_frontmatter, terminal_ref_of
 from lernie_ref.core.ids import is_agent_id, parent_of
 from lernie_ref.core.sweep import REVIVE_LIMIT, Condition, at_rest_mark, condition_of
-from lernie_ref.core.vocab import Epitaph, MarkKind
-from lernie_ref.operator.stop import holders_in, lock_table
-from lernie_ref.reply_debt import Entry, is_terminal_response, read_entries
+from lernie_ref.core.vocab import NAME_FILE, Epitaph, MarkKind
+from lernie_ref.operator.stop import LockLine, holders_in, lock_table
+from lernie_ref.reply_debt import Entry, is_terminal_response
 from lernie_ref.substrate.deposit import Pending, pending
-from lernie_ref.substrate.refsnap import AgentRefs, RefSnapshot, names_at
+from lernie_ref.substrate.refsnap import (
+    AgentOids,
+    AgentRefs,
+    ObjectFacts,
+    RefOids,
+    names_at,
+)
+from lernie_ref.substrate.transcript import Transcript
 from lernie_ref.substrate.workspace import Workspace
 
 
@@ -168,30 +177,108 @@ def _refs_from_git(ws: Workspace, agent: str) -> AgentRefs:
     )
 
 
+def _agent_refs(ws: Workspace, oids: AgentOids | None, facts: ObjectFacts, agent: str) -> AgentRefs:
+    """The agent's tip and marks: from the snapshot's object ids (a mark peeled to its
+    commit by the facts, read only when some agent has a mark), else asked of git."""
+    if oids is not None:
+        if oids.returned is None and oids.budget is None and oids.stopped is None:
+            return AgentRefs(oids.tip, "", None, None, None)
+        found = facts.refs_of(oids)
+        if found is not None:
+            return found
+    return _refs_from_git(ws, agent)
+
+
+def worktree_name(ws: Workspace, agent: str) -> str | None:
+    """R-STATUS-1: the trimmed ``name`` file of the agent's worktree, when it is a regular
+    file (not reached through a link) of UTF-8 text; ``None`` otherwise."""
+    path = f"{ws.worktree(agent)}/{NAME_FILE}"
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+        return b"".join(chunks).decode("utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    finally:
+        os.close(fd)
+
+
+class _Background:
+    """``read()`` run on a thread of its own; :meth:`result` waits for it and returns its
+    value, or raises what it raised."""
+
+    def __init__(self, read: Callable[[], list[LockLine] | None]) -> None:
+        import threading  # loaded with subprocess already
+
+        self._read = read
+        self._value: list[LockLine] | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._value = self._read()
+        except BaseException as exc:  # handed to the caller's thread by result()
+            self._error = exc
+
+    def result(self) -> list[LockLine] | None:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
 def status(ws: Workspace) -> list[AgentStatus]:
     """R-STATUS-1: one row per registered agent, in registry order.
 
-    Every tip and mark comes from one ``for-each-ref``, every name from one ``cat-file``,
-    the lock table from one read of ``/proc/locks``; the rest is read from the files.
+    Every tip and mark comes from one ``for-each-ref`` (names and object ids; a second
+    one tells what the marks' objects are, only when there are marks), the lock table from
+    one read of ``/proc/locks``, each transcript from one listing; a name from the
+    worktree's ``name`` file, and from one ``cat-file`` for the agents whose file cannot
+    say (R-STATUS-1); the rest is read from the files.
     """
-    snapshot = RefSnapshot.read(ws.git, ws.repo_git)
+    snapshot = RefOids.read(ws.git, ws.repo_git)
     agents = [a for a in snapshot.agent_ids() if is_agent_id(a)]
     registry = frozenset(agents)
-    refs = {a: snapshot.agent_refs(a) or _refs_from_git(ws, a) for a in agents}
-    names = names_at(ws.git, ws.repo_git, {a: r.tip for a, r in refs.items()})
+    facts = ObjectFacts(ws.git, ws.repo_git)
+    refs = {a: _agent_refs(ws, snapshot.agent_oids(a), facts, a) for a in agents}
+    listed = {agent: Transcript(ws.worktree(agent)) for agent in agents}
     entries: dict[str, list[Entry]] = {}
     for agent in agents:
         with contextlib.suppress(LernieError):
-            entries[agent] = read_entries(ws.worktree(agent))
+            entries[agent] = listed[agent].everything()
     inboxes = {agent: ws.inbox_dir(agent) for agent in agents}
+    # The lock table is read while the inboxes are listed: the kernel makes its first
+    # reader in a process wait for a grace period (7-12 ms measured), time it sleeps
+    # rather than works, so the listing fills it.
+    table_reader = _Background(lock_table)
     deposits = {agent: pending(inboxes[agent]) for agent in agents}  # one listing per inbox
     lookup = _Results(agents, deposits, entries)
-    table = lock_table()
+    table = table_reader.result()
+    lives: dict[str, bool | None] = {}
+    for agent in agents:
+        holders = holders_in(table, inboxes[agent])
+        lives[agent] = None if holders is None else bool(holders)
+    # A live executor's tool step may be changing its worktree: its committed name counts.
+    names: dict[str, str | None] = {
+        agent: None if lives[agent] is not False else worktree_name(ws, agent)
+        for agent in agents
+    }
+    unsure = {a: refs[a].tip for a in agents if names[a] is None}
+    if unsure:
+        names.update(names_at(ws.git, ws.repo_git, unsure))
     rows: list[AgentStatus] = []
     for agent in agents:
         parent = parent_of(agent)
-        holders = holders_in(table, inboxes[agent])
-        live = None if holders is None else bool(holders)
+        live = lives[agent]
         mail = len(deposits[agent])
         agent_refs = refs[agent]
         tip = agent_refs.tip
@@ -199,7 +286,7 @@ def status(ws: Workspace) -> list[AgentStatus]:
         budget = agent_refs.budget
         stop_mark = agent_refs.stopped
         try:
-            due = transcript_due(ws, agent)
+            due = transcript_due(ws, agent, listed[agent])
             condition = condition_of(
                 driven=bool(live),
                 pending_count=mail,

@@ -80,11 +80,16 @@ def owned_lock_files(repo_git: Path, worktree: Path, agent_id: str) -> list[Path
 def _owned_lock_texts(repo_git: Path, worktree: Path, agent_id: str) -> list[str]:
     """The paths of :func:`owned_lock_files` as text; ``pathlib`` only for a ``.git`` pointer
     that is not in its plain form (where its normalisation could matter)."""
+    return [*_worktree_lock_texts(repo_git, worktree, agent_id),
+            *_ref_lock_texts(repo_git, agent_id)]
+
+
+def _worktree_lock_texts(repo_git: Path, worktree: Path, agent_id: str) -> list[str]:
+    """The worktree's lock files of :func:`owned_lock_files`, as text."""
     repo = os.fspath(repo_git)
     name = require_agent_id(agent_id)
     try:
-        with open(os.path.join(os.fspath(worktree), ".git"), encoding="utf-8") as handle:
-            text = handle.read()
+        text = _read_text(os.fspath(worktree) + "/.git")
     except (OSError, UnicodeDecodeError):
         text = ""
     if text.startswith("gitdir: "):
@@ -95,13 +100,45 @@ def _owned_lock_texts(repo_git: Path, worktree: Path, agent_id: str) -> list[str
             parent, _, last = pointed.rpartition("/")
             if os.path.basename(parent) == "worktrees" and last not in ("", ".", ".."):
                 name = last
-    admin = os.path.join(repo, "worktrees", name)
-    marks = (f"{MARK_REF_PREFIX}{kind.value}/{agent_id}.lock" for kind in MarkKind)
+    admin = f"{repo}/worktrees/{name}/"
+    return [admin + lock for lock in WORKTREE_LOCKS]
+
+
+_MARK_KINDS = tuple(kind.value for kind in MarkKind)
+
+
+def _ref_lock_texts(repo_git: Path, agent_id: str) -> list[str]:
+    """The branch's and the marks' lock files of :func:`owned_lock_files`, as text."""
+    repo = os.fspath(repo_git)
     return [
-        *(os.path.join(admin, lock) for lock in WORKTREE_LOCKS),
-        os.path.join(repo, f"{AGENT_REF_PREFIX}{agent_id}.lock"),
-        *(os.path.join(repo, mark) for mark in marks),
+        f"{repo}/{AGENT_REF_PREFIX}{agent_id}.lock",
+        *(f"{repo}/{MARK_REF_PREFIX}{kind}/{agent_id}.lock" for kind in _MARK_KINDS),
     ]
+
+
+def worktree_lock_exists(repo_git: Path, worktree: Path, agent_id: str) -> bool:
+    """R-WS-8's look at the worktree's two lock files alone (``index.lock``, ``HEAD.lock``):
+    a git writing the worktree (a commit, a re-created worktree) holds one."""
+    return any(map(os.path.exists, _worktree_lock_texts(repo_git, worktree, agent_id)))
+
+
+def ref_lock_exists(repo_git: Path, agent_id: str) -> bool:
+    """R-WS-8's look at the branch's and the marks' lock files alone: a git moving one
+    of the agent's refs holds one."""
+    return any(map(os.path.exists, _ref_lock_texts(repo_git, agent_id)))
+
+
+def _read_text(path: str) -> str:
+    """The file's text as ``open(path, encoding="utf-8").read()`` gives it (universal
+    newlines), read with three system calls instead of a buffered file object's nine."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _proc_cwd(pid: str) -> str | None:

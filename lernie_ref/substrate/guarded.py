@@ -36,6 +36,8 @@ import stat
 from lernie_ref.core.errors import ContainmentError
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+DIR_FLAGS = _DIR_FLAGS
+"""How a directory below the root is opened relative to its parent's descriptor."""
 
 
 def _is_link(parent_fd: int, name: str) -> bool:

@@ -121,12 +121,41 @@ class ExecutorLock:
         return f"ExecutorLock(fd={self._number}, path={str(self.path)!r}, held={self.held})"
 
 
-def try_acquire(inbox: str | Path) -> ExecutorLock | None:
+class InboxAt:
+    """``<ws>/inbox/<id>`` to be opened from a descriptor of ``<ws>/inbox`` that the caller
+    opened through the guarded walk (R-WS-7) and holds: one ``openat(dir_fd, <id>,
+    O_DIRECTORY|O_NOFOLLOW)``, the walk's own last step, instead of the walk from the root
+    (the sweep probes every agent's lock). Anything but a directory there takes the full
+    walk, so every outcome and error is the walk's."""
+
+    __slots__ = ("dir_fd", "name", "path")
+
+    def __init__(self, dir_fd: int, name: str, path: str | Path) -> None:
+        self.dir_fd = dir_fd
+        self.name = name
+        self.path = path
+
+    def __fspath__(self) -> str:
+        return os.fspath(self.path)
+
+
+def try_acquire(inbox: str | Path | InboxAt) -> ExecutorLock | None:
     """R-LOCK-1: create ``inbox`` if needed and take the lock; ``None`` iff it is busy."""
-    try:  # <ws>/inbox/<id>: two real directories below the root (R-WS-7)
-        fd = guarded.walk_tail(inbox, 2, create=True).fd
-    except OSError as exc:
-        raise LockError(inbox, io_text(exc)) from None
+    fd = -1
+    if isinstance(inbox, InboxAt) and inbox.name not in ("", ".", "..") and not (
+        "/" in inbox.name or "\0" in inbox.name
+    ):
+        try:
+            fd = os.open(inbox.name, guarded.DIR_FLAGS, dir_fd=inbox.dir_fd)
+        except OSError:
+            fd = -1  # missing, a link, not a directory: the walk decides, as always
+    if isinstance(inbox, InboxAt):
+        inbox = inbox.path
+    if fd < 0:
+        try:  # <ws>/inbox/<id>: two real directories below the root (R-WS-7)
+            fd = guarded.walk_tail(inbox, 2, create=True).fd
+        except OSError as exc:
+            raise LockError(inbox, io_text(exc)) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:

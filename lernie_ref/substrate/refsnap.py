@@ -15,6 +15,15 @@ unchanged. Anything the files do not answer plainly (another ref storage, a symb
 or malformed ref, an unusual id, a value that moved) returns ``None``, and the caller
 asks git per ref, exactly as before. Object types never change, so the snapshot's
 peeled values and subjects stay valid for an unchanged object id.
+
+The sweep and status read the refs in two steps. :class:`RefOids` is a ``for-each-ref``
+that prints names and object ids only, so git opens no object (at a thousand agents
+that is most of what the full read costs); :class:`ObjectFacts` holds what the full read
+(:meth:`RefSnapshot.read`) says about each object id (its type, the commit a tag peels
+to, its subject) and is read once, the first time a pass needs any of it: an agent with
+no mark and no terminal response needs none. Facts about an object id never change, so
+they are valid whenever they were read; which object a ref holds is what the sweep
+confirms under the lock.
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from lernie_ref.core.errors import LernieError
 from lernie_ref.core.ids import is_agent_id
 from lernie_ref.core.vocab import AGENT_REF_PREFIX, MARK_REF_PREFIX, NAME_FILE, MarkKind
 from lernie_ref.substrate.gitrun import GitRunner
@@ -121,6 +131,120 @@ class RefSnapshot:
         return None if info is None else info.as_commit()
 
 
+class AgentOids:
+    """One agent's branch tip and marks as object ids (``None``: no such mark ref)."""
+
+    __slots__ = ("budget", "returned", "stopped", "tip")
+
+    def __init__(
+        self, tip: str, returned: str | None, budget: str | None, stopped: str | None
+    ) -> None:
+        self.tip = tip
+        self.returned = returned
+        self.budget = budget
+        self.stopped = stopped
+
+    def mark(self, kind: MarkKind) -> str | None:
+        if kind is MarkKind.RETURNED:
+            return self.returned
+        if kind is MarkKind.BUDGET_EXHAUSTED:
+            return self.budget
+        return self.stopped
+
+
+class RefOids:
+    """``refs/heads/agents/*`` and ``refs/lernie/*/*`` as names and object ids, read by one
+    ``for-each-ref`` that opens no object."""
+
+    def __init__(self, oids: dict[str, str]) -> None:
+        self.oids = oids
+
+    @classmethod
+    def read(cls, git: GitRunner, repo_git: Path) -> RefOids:
+        """One ``git for-each-ref``; a git failure raises :class:`GitError`."""
+        out = git.run(repo_git, ["for-each-ref", "--format=%(refname)%00%(objectname)",
+                                 AGENT_REF_PREFIX, MARK_REF_PREFIX]).stdout
+        oids: dict[str, str] = {}
+        for line in out.splitlines():
+            name, nul, oid = line.partition("\0")
+            if nul and "\0" not in oid:
+                oids[name] = oid
+        return cls(oids)
+
+    def agent_ids(self) -> list[str]:
+        """R-WS-3: every agent id, sorted (as :meth:`RefSnapshot.agent_ids`)."""
+        start = len(AGENT_REF_PREFIX)
+        return sorted(r[start:] for r in self.oids if r.startswith(AGENT_REF_PREFIX) and
+                      len(r) > start)
+
+    def has_marks(self) -> bool:
+        return any(r.startswith(MARK_REF_PREFIX) for r in self.oids)
+
+    def agent_oids(self, agent: str) -> AgentOids | None:
+        tip = self.oids.get(AGENT_REF_PREFIX + agent)
+        if tip is None:
+            return None
+        get = self.oids.get
+        return AgentOids(tip, *(get(mark_ref(kind, agent)) for kind in MARK_KINDS))
+
+    def confirm(self, files: RefFiles, agent: str) -> AgentOids | None:
+        """:func:`confirm` for the object ids alone: the agent's refs now, when git's files
+        show every one unchanged since this read (call it holding the agent's lock)."""
+        if not _plain_ref_component(agent):
+            return None
+        found = self.agent_oids(agent)
+        if found is None:
+            return None
+        names = (AGENT_REF_PREFIX + agent, *(mark_ref(kind, agent) for kind in MARK_KINDS))
+        want = [found.tip, *((found.mark(kind) or "") for kind in MARK_KINDS)]
+        return found if files.values(names) == want else None
+
+
+class ObjectFacts:
+    """What :meth:`RefSnapshot.read` says about each object id the refs hold, read once,
+    when first asked; ``None`` for an object id it does not cover (ask git instead)."""
+
+    def __init__(self, git: GitRunner, repo_git: Path) -> None:
+        self._git = git
+        self._repo = repo_git
+        self._by_oid: dict[str, RefInfo] | None = None
+
+    def info(self, oid: str) -> RefInfo | None:
+        if self._by_oid is None:
+            try:
+                snapshot = RefSnapshot.read(self._git, self._repo)
+                self._by_oid = {info.oid: info for info in snapshot.refs.values()}
+            except LernieError:  # not an answer: each value is asked of git instead
+                self._by_oid = {}
+        return self._by_oid.get(oid)
+
+    def commit(self, oid: str) -> tuple[bool, str | None]:
+        """``(known, value)``: the commit ``rev-parse --verify --quiet <oid>^{commit}`` names
+        (``None`` for another type), when the facts say so plainly."""
+        info = self.info(oid)
+        if info is None:
+            return False, None
+        try:
+            return True, info.as_commit()
+        except LookupError:
+            return False, None
+
+    def refs_of(self, oids: AgentOids) -> AgentRefs | None:
+        """The agent's :class:`AgentRefs` for these object ids (a mark peeled to its commit,
+        the tip's subject only when the facts were needed anyway), or ``None``."""
+        marks: list[str | None] = []
+        for kind in MARK_KINDS:
+            oid = oids.mark(kind)
+            if oid is None:
+                marks.append(None)
+                continue
+            known, value = self.commit(oid)
+            if not known:
+                return None
+            marks.append(value)
+        return AgentRefs(oids.tip, "", *marks)
+
+
 class RefFiles:
     """Reads refs from git's files (loose ref, then ``packed-refs``) of one bare repository."""
 
@@ -136,18 +260,40 @@ class RefFiles:
 
         ``None`` when the files do not answer plainly (ask git instead).
         """
+        return self.values((refname,))[0]
+
+    def values(self, refnames: tuple[str, ...]) -> list[str | None]:
+        """:meth:`value` of each ref: every loose file first, then one look at
+        ``packed-refs`` for those that had none (read after all of them, so it holds their
+        current values, as for one ref)."""
         if not self._usable:
-            return None
-        try:
-            with open(os.path.join(self._repo, refname), "rb") as handle:
-                data = handle.read(128)
+            return [None] * len(refnames)
+        found = [self._loose(name) for name in refnames]
+        if _ABSENT in found:
+            packed = self._packed_refs()
+            for i, name in enumerate(refnames):
+                if found[i] is _ABSENT:
+                    found[i] = None if packed is None else _packed_oid(packed, name)
+        return found
+
+    def _loose(self, refname: str) -> str | None:
+        try:  # three system calls: no buffered file object (scan reads four per agent)
+            fd = os.open(os.path.join(self._repo, refname), os.O_RDONLY | os.O_CLOEXEC)
         except FileNotFoundError:
-            return self._packed_value(refname)
+            return _ABSENT
         except OSError:
             return None
+        try:
+            data = os.read(fd, 128)
+        except OSError:  # a directory, for one
+            return None
+        finally:
+            os.close(fd)
         return _object_id(data)
 
-    def _packed_value(self, refname: str) -> str | None:
+    def _packed_refs(self) -> dict[str, str] | None:
+        """``packed-refs`` as names to values (``{}`` when there is none); ``None`` when it
+        cannot be read. Re-read whenever its inode, size or mtime changed."""
         # The loose file was absent: git writes packed-refs before it deletes a loose ref,
         # so a packed-refs read from here on holds the ref's current value, if any.
         path = os.path.join(self._repo, "packed-refs")
@@ -155,7 +301,7 @@ class RefFiles:
             st = os.stat(path)
         except FileNotFoundError:
             self._packed_key, self._packed = None, {}
-            return ""
+            return self._packed
         except OSError:
             return None
         key = (st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns)
@@ -172,10 +318,18 @@ class RefFiles:
                 oid, _, name = line.partition(" ")
                 packed[name] = oid
             self._packed_key, self._packed = key, packed
-        found = self._packed.get(refname)
-        if found is None:
-            return ""
-        return found if _is_oid(found) else None
+        return self._packed
+
+
+_ABSENT = "\0absent"
+"""No loose file: ``packed-refs`` decides (a value no ref file can hold)."""
+
+
+def _packed_oid(packed: dict[str, str], refname: str) -> str | None:
+    found = packed.get(refname)
+    if found is None:
+        return ""
+    return found if _is_oid(found) else None
 
 
 def _is_oid(text: str) -> bool:

@@ -65,7 +65,8 @@ class Transcript:
     """Sequences taken by the first step: a terminal response, its window and the one before."""
 
     def __init__(self, worktree: Path) -> None:
-        self.directory = Path(worktree) / MESSAGES_DIR
+        where = worktree if isinstance(worktree, Path) else Path(worktree)
+        self.directory = where / MESSAGES_DIR
         self._names: list[str] | None = None
         self._numbered: list[int] = []  # indices into _names of the names with a number
         self._seqs: list[int] = []  # their numbers, aligned with _numbered
@@ -237,14 +238,15 @@ def commit_subject(seq: int, origin: str, agent_id: str) -> str:
     return f"transcript {seq_text(seq)}: {origin} [{agent_id}]"
 
 
-def load(worktree: Path) -> list[Entry[Path]]:
+def load(worktree: Path, listed: Transcript | None = None) -> list[Entry[Path]]:
     """Every entry in ``messages/`` with its bytes, oldest first (by sequence, then name).
     Missing → ``[]``; an entry that cannot be read raises :class:`TranscriptError`.
 
-    The listing is the one reading of ``messages/`` the reply rules use (R-DEBT-1).
+    The listing is the one reading of ``messages/`` the reply rules use (R-DEBT-1);
+    ``listed``, a :class:`Transcript` of ``worktree`` the caller already listed, is reused.
     """
     out: list[Entry[Path]] = []
-    for item in Transcript(worktree).everything():
+    for item in (Transcript(worktree) if listed is None else listed).everything():
         try:
             data = item.path.read_bytes()
         except OSError as exc:

@@ -126,6 +126,7 @@ class Workspace(Registry):
         self._inbox_root = self.root / INBOX_DIR
         self._steps_root = self.root / STEPS_DIR
         self._agents_root = self.root / AGENTS_DIR
+        self._repo_git = self.root / REPO_DIR
         self._inboxes: dict[str, Path] = {}  # per checked id: a pass asks several times
         self._worktrees: dict[str, Path] = {}
 
@@ -137,6 +138,10 @@ class Workspace(Registry):
     @property
     def inbox_root(self) -> Path:
         return self._inbox_root
+
+    @property
+    def repo_git(self) -> Path:
+        return self._repo_git
 
     @property
     def steps_root(self) -> Path:

@@ -68,6 +68,9 @@ def canonical(st: State) -> State:
     the processes sorted by everything but their ghost history."""
     if len(st.procs) < 2:
         return st
+    if len(st.procs) == 2:  # the common case, as `sorted` (stable) orders it
+        a, b = st.procs
+        return st._replace(procs=(b, a)) if _proc_key(b) < _proc_key(a) else st
     procs = tuple(sorted(st.procs, key=_proc_key))
     return st if procs == st.procs else st._replace(procs=procs)
 
@@ -150,15 +153,17 @@ def explore(
             edges += 1
             if observe is not None:
                 observe(st, step, nxt)
-            bad = step_violations(st, step, nxt, scope)
-            nxt = canon(nxt)
+            post = canon(nxt)
+            n = len(states)
+            j = index.setdefault(post, n)
+            # judged as taken (before the canonical form); the state half of
+            # I-1 only when the post-state is new (`step_violations`)
+            bad = step_violations(st, step, nxt, scope, j == n)
+            nxt = post
             for inv in bad:
                 if inv not in found:
                     record(inv, [*path(k), (step, nxt)])
-            j = index.get(nxt)
-            if j is None:
-                j = len(states)
-                index[nxt] = j
+            if j == n:
                 states.append(nxt)
                 parent.append(k)
                 via.append(step)
@@ -207,10 +212,12 @@ def _find_lasso(
     size: dict[int, int] = {}
     for c in comp:
         size[c] = size.get(c, 0) + 1
+    # a node is on a cycle when its component has several nodes or it has a self-loop
+    big = {c for c, k in size.items() if k > 1}
+    loops = {s for s, d in zip(src, dst, strict=True) if s == d}
     best = -1
     for v in range(n):
-        cyclic = size[comp[v]] > 1 or any(adj[e] == v for e in range(start[v], start[v + 1]))
-        if cyclic and (best < 0 or depth[v] < depth[best]):
+        if (comp[v] in big or v in loops) and (best < 0 or depth[v] < depth[best]):
             best = v
     if best < 0:
         return None

@@ -1102,12 +1102,15 @@ def revival_launch(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     return probe_release_launch(st, prof, scope, i, Pc.DONE, Funding.REVIVAL)
 
 
+_STOP_SEEN = (Pc.MODEL_STEP, Pc.TOOL_RESULT)  # where a driver reads its stop flag
+
+
 def stop_agent(st: State, prof: Profile, scope: Scope) -> Succ:
     """R-STOP-1 `lernie stop`: set the stop flag of the lock holder of the agent
     and (cascade, R-STOP-3) of each descendant's holder."""
     b = st.budget
-    if b.stops == 0:
-        return []
+    if b.stops == 0 or not any(p.pc in _STOP_SEEN and p.lease for p in st.procs):
+        return []  # no driver at a check point: no stop can land (see below)
     out: Succ = []
     for a, ag in enumerate(st.agents):
         if not ag.exists:
@@ -1119,7 +1122,7 @@ def stop_agent(st: State, prof: Profile, scope: Scope) -> Succ:
                if p.role is Role.DRIVER and p.lease and p.agent in targets and not p.stop_flag]
         # The flag is read only at check points, so setting it just before one
         # is equivalent to setting it any earlier (a sound reduction).
-        if not any(st.procs[j].pc in (Pc.MODEL_STEP, Pc.TOOL_RESULT) for j in hit):
+        if not any(st.procs[j].pc in _STOP_SEEN for j in hit):
             continue
         procs = tuple(p._replace(stop_flag=True) if j in hit else p
                       for j, p in enumerate(st.procs))

@@ -29,7 +29,6 @@ from lernie_spec.model import (
     Action,
     Agent,
     AgentHistory,
-    Dep,
     Entry,
     EntryKind,
     File,
@@ -50,50 +49,67 @@ class Kind(enum.Enum):
 class Edge:
     """What a predicate judges: a step and its two states (no step: an initial
     state). What several predicates read off the difference of the two states
-    is computed once per edge: the agents whose record changed and the files
-    the step published."""
+    is computed once per edge: `changed`, the indices of the agents whose record
+    the step replaced (an unchanged agent is the same object), and `files`,
+    (recipient, file) of every file the step published."""
 
-    __slots__ = ("_changed", "_files", "post", "pre", "scope", "step")
+    __slots__ = ("changed", "files", "post", "pre", "scope", "step")
 
     def __init__(self, pre: State | None, step: Step | None, post: State, scope: Scope) -> None:
         self.pre = pre
         self.step = step
         self.post = post
         self.scope = scope
-        self._changed: list[int] | None = None
-        self._files: list[tuple[int, File]] | None = None
-
-    @property
-    def changed(self) -> list[int]:
-        """Indices of the agents the step replaced (an unchanged agent is the same object)."""
-        if self._changed is None:
-            pre = self.pre
-            assert pre is not None
-            xs, ys = pre.agents, self.post.agents
-            self._changed = [] if xs is ys else [
-                a for a in range(len(xs)) if xs[a] is not ys[a]]
-        return self._changed
-
-    @property
-    def files(self) -> list[tuple[int, File]]:
-        """(recipient, file) of every file the step published."""
-        if self._files is None:
-            pre = self.pre
-            assert pre is not None
-            self._files = new_files(pre, self.post, self.changed)
-        return self._files
+        self.changed: list[int] = []
+        self.files: list[tuple[int, File]] = []
+        if pre is not None and pre.agents is not post.agents:
+            xs, ys = pre.agents, post.agents
+            self.changed = [a for a in range(len(xs)) if xs[a] is not ys[a]]
+            if self.changed:
+                self.files = new_files(pre, post, self.changed)
 
 
 Predicate = Callable[[Edge], bool]
+
+
+# What a step did, read once per edge (`edge_facts`), as bits. A step predicate
+# holds by its own first tests on every edge that lacks the facts it reads: its
+# `Part.when` names them, and `step_violations` runs it only on edges that have
+# them. Each `when` below restates its predicate's opening tests, no more.
+CHANGED = 1  # the step replaced some agent's record
+FILES = 2  # the step published a file
+LAUNCHED = 4  # the step names agents it launched
+LEASE = 8  # the actor held its agent's lease before the step
+PROBE = 16  # the actor held a probe before the step
+OTHER_WRITES = 32  # an actor that is not a driver replaced some agent's record
+RELEASED_ACTS = 64  # an actor past its release replaced an agent's record or the in-flight set
+PIN = 128  # an actor's step funded by a self-launch or a revival
+REVIVAL = 256  # an actor's step funded by a revival
+NEW = 512  # the post-state is one the explorer has not seen before
+PENDING_UP = 1024  # some agent has more pending launches after the step than before
+
+Guard = Callable[[Action, int], bool]
+
+
+def always(act: Action, facts: int) -> bool:
+    return True
+
+
+class Part(NamedTuple):
+    """One conjunct of a step invariant and the edges it can fail on."""
+
+    holds: Predicate
+    when: Guard = always
 
 
 class Invariant(NamedTuple):
     title: str
     kind: Kind
     holds: Predicate | None  # None for I-13 (the explorer's graph check)
-    # A step predicate that judges only steps of these kinds (it holds on any
-    # other step by its own first test): the explorer calls it on those only.
-    actions: frozenset[Action] | None = None
+    # A step invariant as the conjunction of parts, each run only where its
+    # guard admits the edge (the explorer's fast path; `holds` is the same check
+    # in one piece). Empty: the one part `holds`, on every edge.
+    parts: tuple[Part, ...] = ()
 
 
 # ----------------------------------------------------------- plain readings
@@ -348,7 +364,8 @@ def i4_transcript_numbering(e: Edge) -> bool:
 def i5_no_deposit_lost(e: Edge) -> bool:
     """Published-and-uncommitted deposits = pending files + moved-uncommitted entries."""
     st = e.post
-    where = [Dep(a, f.sender, f.kind) for a, ag in enumerate(st.agents) for f in ag.inbox]
+    # (recipient, sender, kind): a Dep's fields, as a plain tuple (equal to the Dep)
+    where = [(a, f.sender, f.kind) for a, ag in enumerate(st.agents) for f in ag.inbox]
     for ag in st.agents:
         where.extend(ag.uncommitted)
     return len(where) == len(st.in_flight) and sorted(where) == list(st.in_flight)
@@ -453,10 +470,14 @@ def i9_pin_2(e: Edge) -> bool:
     return not pre.procs[step.actor].history.value.parked_event
 
 
+# an agent's record but its launch fields (`pending_launches`, then `forked_holder`)
+_LAUNCH_AT = Agent._fields.index("pending_launches")
+assert Agent._fields[_LAUNCH_AT + 1] == "forked_holder"
+
+
 def _agent_view(ag: Agent) -> tuple[object, ...]:
     h = ag.history.value
-    return (ag._replace(pending_launches=0, forked_holder=False), h.entries, h.commits,
-            h.results, h.parked_at)
+    return (ag[:_LAUNCH_AT], ag[_LAUNCH_AT + 2:], h.entries, h.commits, h.results, h.parked_at)
 
 
 def i10_no_authority_after_release(e: Edge) -> bool:
@@ -615,7 +636,9 @@ def i20_scan_revives(e: Edge) -> bool:
     """A scan leaves no dead agent with work due without a driver: after the
     sweep, every agent R-SCAN-10 names has a launch pending, and the sweep
     launched no other agent."""
-    pre, _ = _steps(e)
+    pre, step = _steps(e)
+    if step.action is not Action.SWEEP:
+        return True
     owed = expected_revival(pre, e.scope)
     if not _launch_diff(e) <= owed:
         return False
@@ -626,38 +649,110 @@ def _state(fn: Callable[[State], bool]) -> Predicate:
     return lambda e: fn(e.post)
 
 
+def _on(*acts: Action) -> Guard:
+    kinds = frozenset(acts)
+    return lambda act, facts: act in kinds
+
+
+def _with(bits: int) -> Guard:
+    return lambda act, facts: bool(facts & bits)
+
+
+_LEASE_KEPT = frozenset({Action.RELEASE_LEASE, Action.DECLINE, Action.ERROR_EXIT, Action.CRASH})
+_SWEEP = _on(Action.SWEEP)
+
 INVARIANTS: dict[str, Invariant] = {
-    "I-1": Invariant("one executor", Kind.STEP, i1),
-    "I-2": Invariant("lease continuity", Kind.STEP, i2_lease_continuity),
-    "I-3": Invariant("writers never drive", Kind.STEP, i3_writers_never_drive),
-    "I-4": Invariant("transcript numbering", Kind.STEP, i4_transcript_numbering),
+    # I-1's state half reads only what a state's equality compares, and the
+    # same for any order of its processes: on an edge into a state already
+    # seen it repeats the verdict given when that state was first reached.
+    "I-1": Invariant("one executor", Kind.STEP, i1, (
+        Part(lambda e: i1_state(e.post), _with(NEW)),
+        Part(i1_one_executor, _with(CHANGED)))),
+    "I-2": Invariant("lease continuity", Kind.STEP, i2_lease_continuity, (
+        Part(i2_lease_continuity,
+             lambda act, facts: bool(facts & LEASE) and act not in _LEASE_KEPT),)),
+    "I-3": Invariant("writers never drive", Kind.STEP, i3_writers_never_drive, (
+        Part(i3_writers_never_drive, _with(PROBE | OTHER_WRITES)),)),
+    "I-4": Invariant("transcript numbering", Kind.STEP, i4_transcript_numbering, (
+        Part(i4_transcript_numbering, _with(CHANGED)),)),
     "I-5": Invariant("no deposit lost or duplicated", Kind.STATE, i5_no_deposit_lost),
-    "I-6": Invariant("delivery order", Kind.STEP, i6_delivery_order,
-                     frozenset({Action.MOVE_DEPOSIT})),
+    "I-6": Invariant("delivery order", Kind.STEP, i6_delivery_order, (
+        Part(i6_delivery_order, _on(Action.MOVE_DEPOSIT)),)),
     "I-7": Invariant("no lost wakeup", Kind.STATE, i7_no_lost_wakeup),
-    "I-8": Invariant("funded launches", Kind.STEP, i8_funded_launches),
-    "I-9": Invariant("pin 2", Kind.STEP, i9_pin_2),
-    "I-10": Invariant("no authority after release", Kind.STEP, i10_no_authority_after_release),
-    "I-11": Invariant("one address per terminal event", Kind.STEP, i11_one_address),
-    "I-12": Invariant("a reply is owed once", Kind.STEP, i12_reply_owed_once),
+    "I-8": Invariant("funded launches", Kind.STEP, i8_funded_launches, (
+        Part(i8_funded_launches, _with(PENDING_UP | LAUNCHED)),)),
+    "I-9": Invariant("pin 2", Kind.STEP, i9_pin_2, (Part(i9_pin_2, _with(PIN)),)),
+    "I-10": Invariant("no authority after release", Kind.STEP, i10_no_authority_after_release, (
+        Part(i10_no_authority_after_release, _with(RELEASED_ACTS)),)),
+    "I-11": Invariant("one address per terminal event", Kind.STEP, i11_one_address, (
+        Part(i11_one_address, _with(FILES | REVIVAL)),)),
+    "I-12": Invariant("a reply is owed once", Kind.STEP, i12_reply_owed_once, (
+        Part(i12_reply_owed_once,
+             lambda act, facts: bool(facts & FILES) or act is Action.RELEASE_LEASE),)),
     "I-13": Invariant("exchange termination", Kind.GRAPH, None),
-    "I-14": Invariant("returned mark", Kind.STEP, i14_returned_mark),
-    "I-15": Invariant("sweep idempotence", Kind.STEP, i15_sweep_idempotence,
-                      frozenset({Action.SWEEP})),
-    "I-16": Invariant("sweep soundness", Kind.STEP, i16_sweep_soundness,
-                      frozenset({Action.SWEEP})),
-    "I-17": Invariant("existence before deposit", Kind.STEP, i17_existence),
-    "I-18": Invariant("stray recovery", Kind.STEP, i18_stray_recovery, _DRAIN_OR_MODEL),
+    "I-14": Invariant("returned mark", Kind.STEP, i14_returned_mark, (
+        Part(i14_returned_mark, _with(FILES)),)),
+    "I-15": Invariant("sweep idempotence", Kind.STEP, i15_sweep_idempotence, (
+        Part(i15_sweep_idempotence, _SWEEP),)),
+    "I-16": Invariant("sweep soundness", Kind.STEP, i16_sweep_soundness, (
+        Part(i16_sweep_soundness, _SWEEP),)),
+    "I-17": Invariant("existence before deposit", Kind.STEP, i17_existence, (
+        Part(i17_existence, _with(FILES)),)),
+    "I-18": Invariant("stray recovery", Kind.STEP, i18_stray_recovery, (
+        Part(i18_stray_recovery, _on(*_DRAIN_OR_MODEL)),)),
     "I-19": Invariant("recovery after a crash", Kind.STATE, i19_recovery),
-    "I-20": Invariant("a scan revives", Kind.STEP, i20_scan_revives, frozenset({Action.SWEEP})),
+    "I-20": Invariant("a scan revives", Kind.STEP, i20_scan_revives, (
+        Part(i20_scan_revives, _SWEEP),)),
 }
 TITLES = {k: v.title for k, v in INVARIANTS.items()}
 _STATE = [(k, v.holds) for k, v in INVARIANTS.items() if v.kind is Kind.STATE and v.holds]
-_STEP = [(k, v.holds, v.actions) for k, v in INVARIANTS.items()
-         if v.kind is Kind.STEP and v.holds]
-# The step predicates that concern each kind of step, in table order.
-_STEP_FOR: dict[Action, list[tuple[str, Predicate]]] = {
-    act: [(k, fn) for k, fn, acts in _STEP if acts is None or act in acts] for act in Action}
+_PARTS = [(k, part) for k, v in INVARIANTS.items() if v.kind is Kind.STEP and v.holds
+          for part in (v.parts or (Part(v.holds),))]
+# The parts an edge with a given kind of step and facts runs, in table order
+# (filled as new combinations appear: a few dozen).
+_RUN: dict[tuple[Action, int], list[tuple[str, Predicate]]] = {}
+
+
+def edge_facts(e: Edge, new: bool = True) -> int:
+    """The facts (bits above) of a step edge; `new`: its post-state is unseen."""
+    pre, step = e.pre, e.step
+    assert pre is not None and step is not None
+    facts = NEW if new else 0
+    changed = bool(e.changed)
+    if changed:
+        facts |= CHANGED | (FILES if e.files else 0)
+        xs, ys = pre.agents, e.post.agents
+        for a in e.changed:
+            if ys[a].pending_launches > xs[a].pending_launches:
+                facts |= PENDING_UP
+                break
+    if step.launched:
+        facts |= LAUNCHED
+    i = step.actor
+    if i >= 0:
+        p = pre.procs[i]
+        if p.lease:
+            facts |= LEASE
+        if p.probe_on != NOBODY:
+            facts |= PROBE
+        if changed and p.role is not Role.DRIVER:
+            facts |= OTHER_WRITES
+        if p.history.value.released and (changed or pre.in_flight is not e.post.in_flight):
+            facts |= RELEASED_ACTS
+        if step.funding is Funding.SELF_LAUNCH:
+            facts |= PIN
+        elif step.funding is Funding.REVIVAL:
+            facts |= PIN | REVIVAL
+    return facts
+
+
+def parts_for(act: Action, facts: int) -> list[tuple[str, Predicate]]:
+    """The step predicates (parts) an edge of this kind and with these facts can fail."""
+    run = _RUN.get((act, facts))
+    if run is None:
+        run = _RUN[act, facts] = [(k, part.holds) for k, part in _PARTS
+                                  if part.when(act, facts)]
+    return run
 
 
 def quiescent(st: State) -> bool:
@@ -670,6 +765,15 @@ def state_violations(st: State, scope: Scope) -> list[str]:
     return [k for k, fn in _STATE if not fn(e)]
 
 
-def step_violations(pre: State, step: Step, post: State, scope: Scope) -> list[str]:
+def step_violations(pre: State, step: Step, post: State, scope: Scope,
+                    new: bool = True) -> list[str]:
+    """The step invariants the edge violates, in table order. `new=False` (from
+    the explorer only): post is equal to a state already reached, whose I-1
+    state half was judged then."""
     e = Edge(pre, step, post, scope)
-    return [k for k, fn in _STEP_FOR[step.action] if not fn(e)]
+    key = (step.action, edge_facts(e, new))
+    run = _RUN.get(key)
+    if run is None:
+        run = parts_for(*key)
+    bad = [k for k, fn in run if not fn(e)]
+    return list(dict.fromkeys(bad)) if len(bad) > 1 else bad

@@ -10,7 +10,9 @@ and on their own, from SPEC.md's text: they call none of the model's decision
 functions and read none of the fields those decisions maintain.
 
 A state predicate (`Kind.STATE`) is checked on every state reached; a step
-predicate (`Kind.STEP`) on every edge; I-13 (exchange termination) is a
+predicate (`Kind.STEP`) on every edge, where `step_violations` runs each of
+its parts only if the edge has the facts the part reads (`Part.when`, which
+restates the part's own first tests); I-13 (exchange termination) is a
 property of the whole graph and lives in `lernie_spec.explore`.
 """
 

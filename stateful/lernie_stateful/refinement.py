@@ -1029,9 +1029,15 @@ class RefinementMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.world.started < len(self.world.launcher.launches))
     @rule(data=hst.data())
     def start_launched_driver(self, data: hst.DataObject) -> None:
-        n = len(self.world.launcher.launches) - self.world.started
-        launch = data.draw(hst.integers(0, n - 1), label="launch")
-        act = self.world.start_launch(launch)
+        w = self.world
+        waiting = range(len(w.launcher.launches) - w.started)
+        # a launch whose agent has work first (the others find nothing to do, and a kill
+        # aimed at a crash window would find none); the rest wait for settle and teardown
+        view = w.real_view()
+        busy = [n for n in waiting
+                if _has_work(view[w.index(w.launcher.launches[w.started + n][1])])]
+        launch = data.draw(hst.sampled_from(busy or list(waiting)), label="launch")
+        act = w.start_launch(launch)
         # a driver killed in one of the protocol's crash windows (or left running)
         aim = data.draw(hst.one_of(hst.none(), AIMS), label="kill")
         if act is not None and aim is not None:

@@ -301,15 +301,24 @@ def _result_on_disk(ws: Workspace, to: str, sender: str, terminal_ref: str) -> b
     )
 
 
-def _commits_entry(subject: str, newest: Entry, agent: str) -> bool:
-    """The tip's subject is the newest entry's own commit (R-TR-3) or the stray recovery
-    that committed it (R-DRAIN-2)."""
+def _commits_entry(ws: Workspace, tip: str, subject: str, newest: Entry, agent: str) -> bool:
+    """The tip is the newest entry's own commit (R-TR-3) or the stray recovery that
+    committed it (R-DRAIN-2): a stray recovery's commit counts only when the entry is
+    among the files it added. An earlier recovery at the tip, with the newest entry renamed
+    after it and never committed, is not that entry's commit (the entry is a stray)."""
     from lernie_ref.actors.drain import STRAY_SUBJECT  # the drain's own text, loaded when needed
 
-    return subject in (
-        commit_subject(newest.seq, newest.origin, agent),
-        STRAY_SUBJECT.format(agent=agent),
-    )
+    if subject == commit_subject(newest.seq, newest.origin, agent):
+        return True
+    if subject != STRAY_SUBJECT.format(agent=agent):
+        return False
+    try:
+        added = ws.git.run(
+            ws.repo_git, ["diff-tree", "--no-commit-id", "--name-only", "-r", tip]
+        ).stdout.splitlines()
+    except LernieError as exc:
+        raise GitOpError("stray recovery diff-tree", exc) from None
+    return f"{MESSAGES_DIR}/{newest.name}" in added
 
 
 def unsent_reply(
@@ -337,7 +346,7 @@ def unsent_reply(
     if not entries or not is_terminal_response(entries[0]):
         return None
     newest = entries[0]
-    own_commit = _commits_entry(refs.subject(tip), newest, agent)
+    own_commit = _commits_entry(ws, tip, refs.subject(tip), newest, agent)
     if not reply_may_be_unsent(returned, tip, True, own_commit):
         return None
     to = recipient(worktree, agent, Epitaph.FINAL_RESPONSE)

@@ -97,8 +97,9 @@ def run(examples: int, seed: int, steps: int, bug: Bug | None = None,
     """Run the machine for ``examples`` programs of ``steps`` rules, seeded by ``seed``.
 
     With ``bug`` and ``attribute``, a failing program is replayed on the unpatched
-    implementation (Hypothesis's reuse phase over a private example database):
-    ``also_unpatched`` says it fails there too, so the failure is not the bug's."""
+    implementation (Hypothesis's reuse phase over a private example database, cut to the
+    program's own rules): ``also_unpatched`` says it fails there too, so the failure is
+    not the bug's."""
     own_db = _FailuresOnly() if bug is not None and attribute and not database else None
     counter: dict[str, float] = {"examples": 0, "first": 0.0, "first_at": 0}
     start = time.monotonic()
@@ -152,9 +153,14 @@ def run(examples: int, seed: int, steps: int, bug: Bug | None = None,
     examples_run, first_at = int(counter["examples"]), int(counter["first_at"])
     also = False
     if own_db is not None and failed:
+        # The replay runs the failing program's rules and no more: Hypothesis's reuse phase
+        # extends a stored example with fresh random rules, and a divergence in those would
+        # be another program's (then the unpatched code is wrong too, but not here).
+        replay = settings(config, phases=[Phase.reuse],
+                          stateful_step_count=max(1, len(program)))
         with contextlib.redirect_stderr(io.StringIO()):
             try:
-                run_state_machine_as_test(machine, settings=settings(config, phases=[Phase.reuse]))
+                run_state_machine_as_test(machine, settings=replay)
             except Exception:
                 also = True
     return Outcome(failed, examples_run, seconds, program, message, tuple(draws), first_at,

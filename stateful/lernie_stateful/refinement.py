@@ -83,7 +83,14 @@ SCOPE = Scope(
 """The model's world for refinement: budgets are the program's, not the model's."""
 
 STEP_BUDGET = 4
-"""The real step budget (R-TERM-4): small, so budget exhaustion happens in short runs."""
+"""The real step budget (R-TERM-4) by default: small, so budget exhaustion happens in
+short runs."""
+
+STEP_BUDGETS: tuple[int, ...] = (STEP_BUDGET, 12)
+"""The step budgets a run may have (drawn once per run): the small one exhausts agents
+early; the larger one leaves room for conversations (an agent that answers, is written
+to again and answers again), which the small one cuts short. The model exhausts a
+budget by its own bounded choice, whatever the number."""
 
 # ------------------------------------------------------------ point matching
 
@@ -184,12 +191,22 @@ def _open_fds() -> set[int]:
     return out
 
 
+def last_writer(request: ModelRequest) -> str | None:
+    """The agent that wrote to this one last: the sender of the newest delivered entry the
+    model is shown that came from another agent (a message, a result, an obituary)."""
+    mail = [e for e in request.entries if e.delivered
+            and e.origin not in (USER_SENDER, request.agent_id)]
+    return max(mail, key=lambda e: e.seq).origin if mail else None
+
+
 class ChoiceModel:
     """A model adapter whose replies the machine chooses, queued per model slot (so a
     program can script a child before the dispatch that creates it). A scripted
-    message names a slot and is addressed when the reply is given; a message to a
-    slot with no agent yet, and a dispatch with no room in the world, become a no-op
-    tool call (the reply the real model gave)."""
+    message names a slot and is addressed when the reply is given; an ``answer`` is a
+    message to the agent that wrote to this one last (``last_writer``: a conversation
+    goes back and forth, whoever the agents are); a message to a slot with no agent yet,
+    an answer with nobody to answer, and a dispatch with no room in the world, become a
+    no-op tool call (the reply the real model gave)."""
 
     model_id = "choice"
 
@@ -208,8 +225,9 @@ class ChoiceModel:
         kind, target, call = q.pop(0)
         if kind == "final":
             return ModelReply([text_block("done")])
-        to = self.id_of(target) if kind == "message" else None
-        if kind == "message" and to is not None:
+        to = (self.id_of(target) if kind == "message"
+              else last_writer(request) if kind == "answer" else None)
+        if to is not None:
             return ModelReply([tool_use_block(call, "message", {"agent": to, "content": "hi"})])
         if kind == "dispatch" and self.may_dispatch(request.agent_id):
             return ModelReply([tool_use_block(call, "dispatch", {"goal": "work"})])
@@ -792,6 +810,24 @@ class World:
                     cands.append((s2, ids))
         self._check(cands, f"lernie stop {M.name(a)}", self.models)
 
+    def past_tool_results(self) -> None:
+        """Run every driver that has renamed or committed a tool result of its step on past
+        the stop check that follows its tools (R-STEP-4): the model reads a stop flag there
+        together with the result (a stopped executor's tool result), so a stop the
+        cascade (R-STOP-3) lands on such a driver after its result is written is read at
+        its successor's first check in the model, and the machine lands stops only where
+        both read them alike."""
+        w = self
+        for key in sorted(k for k, a in w.actors.items() if a.kind == "driver"):
+            for _ in range(4):
+                act = w.actors.get(key)
+                last = act.points[-1] if act is not None and act.points else None
+                if act is None or last is None or last.name not in (
+                        Point.TRANSCRIPT_RENAMED, Point.TRANSCRIPT_COMMITTED) or \
+                        not last.detail.endswith(f"-{TOOL_ORIGIN}.json"):
+                    break
+                w.step(act)
+
     def script(self, a: int, kind: str, target: int = NOBODY) -> None:
         """Queue the next reply the model adapter gives the agent in slot ``a``."""
         self.replies += 1
@@ -855,7 +891,18 @@ chain that runs a tool and then answers passes about a dozen."""
 SCAN_DURING: tuple[str, ...] = (Point.HOP_WARRANT, Point.HOP_ASSISTANT_COMMITTED,
                                  Point.HOP_TOOL_RAN, Point.DRAIN_RENAMED,
                                  Point.TRANSCRIPT_RENAMED)
-"""Points at which a scan may find a driver holding its lock mid-work (R-SCAN-6)."""
+"""Points at which a driver holds its lock with work in hand: a scan there must leave it
+alone (R-SCAN-6), a writer's probe there reads busy and the driver's release must launch
+for the writer's mail (R-PROBE-3, R-REL-1)."""
+
+HELD_AHEAD = 2
+"""How many of those points a driver held mid-work may pass first (its first, second or
+third: a chain that runs a tool passes each of them again)."""
+
+KINDS: tuple[str, ...] = ("dispatch", "message", "answer", "noop", "final")
+"""What a scripted model reply may be: a dispatch, a message to a slot, a message back to
+whoever wrote last (an answer: conversations, replies to replies), a no-op tool, a final
+response."""
 
 CRASH_AT: tuple[str, ...] = (*CRASH_WINDOWS, "",
                              *sorted(p for p in Point.ALL if p not in UNCHECKED))
@@ -869,6 +916,13 @@ AIMS: hst.SearchStrategy[Aim] = hst.one_of(
     hst.sampled_from(CRASH_WINDOWS).map(lambda p: ("at", p)),
     hst.sampled_from(CRASH_AT).map(lambda p: ("at", p)),
 )
+
+
+def _has_work(v: AgentView) -> bool:
+    """Whether a driver of the agent seen as ``v`` finds something to do: mail, a model
+    call due, an open tool window, an entry not yet committed."""
+    return bool(v.inbox or v.uncommitted or v.stray_final or v.stray_step or v.call_due
+                or v.window == "open")
 
 
 class RefinementMachine(RuleBasedStateMachine):
@@ -919,8 +973,19 @@ class RefinementMachine(RuleBasedStateMachine):
     @precondition(lambda self: bool(self._existing()))
     @rule(data=hst.data())
     def operator_messages(self, data: hst.DataObject) -> None:
+        """`lernie message` to an agent; half the time while the agent's own driver (a
+        running one, or a pending launch started for it) holds its lock with work in
+        hand: the writer then runs through, finds the lock busy, and the driver's release
+        must launch for the mail (R-PROBE-3, R-REL-1)."""
         a = data.draw(hst.sampled_from(self._existing()), label="agent")
-        self.world.operator_message(a)
+        held = data.draw(hst.booleans(), label="while driven") and self._hold_mid_work(
+            data, a) is not None
+        writer = self.world.operator_message(a)
+        if held:
+            for _ in range(60):
+                if writer.key not in self.world.actors:
+                    break
+                self.world.step(writer)
 
     @initialize(data=hst.data())
     def operator_prompts(self, data: hst.DataObject) -> None:
@@ -930,15 +995,22 @@ class RefinementMachine(RuleBasedStateMachine):
         that dispatch, message each other, call tools or just answer), so the exchanges
         the protocol's rules are about (replies to siblings, results of children, tool
         windows, budgets) need no luck with later rules. (Hypothesis itself leaves a
-        random set of rules out of each run: swarm testing over rules.)"""
+        random set of rules out of each run: swarm testing over rules.) The root's script
+        opens with up to two dispatches, so most runs have children to talk to, and the
+        run's step budget is drawn (``STEP_BUDGETS``)."""
+        budget = data.draw(hst.sampled_from(STEP_BUDGETS), label="step budget")
+        self.world.config = Config(step_budget=budget)
+        opening = data.draw(hst.integers(0, 2), label="dispatches opening P's script")
+        for _ in range(opening):
+            self.world.script(0, "dispatch")
         for a in range(len(SCOPE.parents)):
             self._script(data, a, 0)
         self.world.operator_message(0)
 
     def _script(self, data: hst.DataObject, a: int, least: int) -> None:
         slots = range(len(SCOPE.parents))
-        script = data.draw(hst.lists(hst.sampled_from(["dispatch", "message", "noop", "final"]),
-                                     min_size=least, max_size=4), label=f"script of {M.name(a)}")
+        script = data.draw(hst.lists(hst.sampled_from(KINDS), min_size=least, max_size=4),
+                           label=f"script of {M.name(a)}")
         for kind in script:
             # the model's agents never message themselves (its message tool names
             # another agent), so neither does the script
@@ -957,9 +1029,15 @@ class RefinementMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.world.started < len(self.world.launcher.launches))
     @rule(data=hst.data())
     def start_launched_driver(self, data: hst.DataObject) -> None:
-        n = len(self.world.launcher.launches) - self.world.started
-        launch = data.draw(hst.integers(0, n - 1), label="launch")
-        act = self.world.start_launch(launch)
+        w = self.world
+        waiting = range(len(w.launcher.launches) - w.started)
+        # a launch whose agent has work first (the others find nothing to do, and a kill
+        # aimed at a crash window would find none); the rest wait for settle and teardown
+        view = w.real_view()
+        busy = [n for n in waiting
+                if _has_work(view[w.index(w.launcher.launches[w.started + n][1])])]
+        launch = data.draw(hst.sampled_from(busy or list(waiting)), label="launch")
+        act = w.start_launch(launch)
         # a driver killed in one of the protocol's crash windows (or left running)
         aim = data.draw(hst.one_of(hst.none(), AIMS), label="kill")
         if act is not None and aim is not None:
@@ -998,8 +1076,10 @@ class RefinementMachine(RuleBasedStateMachine):
                 break
         return act
 
-    def _run_windows(self, key: int, windows: int) -> RealActor | None:
-        """Run actor ``key`` until it has passed ``windows + 1`` crash windows (or ends)."""
+    def _run_windows(self, key: int, windows: int,
+                     among: tuple[str, ...] = CRASH_WINDOWS) -> RealActor | None:
+        """Run actor ``key`` until it has passed ``windows + 1`` of the points ``among``
+        (crash windows, unless told) or ends; the live actor."""
         act = self.world.actors.get(key)
         seen = 0
         for _ in range(200):
@@ -1007,11 +1087,58 @@ class RefinementMachine(RuleBasedStateMachine):
                 break
             point = self.world.step(act)
             act = self.world.actors.get(key)
-            if point is not None and point.name in CRASH_WINDOWS:
+            if point is not None and point.name in among:
                 seen += 1
                 if seen > windows:
                     break
         return act
+
+    def _agent_of(self, choice: tuple[str, int]) -> int:
+        """The agent of a running driver ``("driver", key)`` or of the pending launch
+        ``("launch", n)``."""
+        w = self.world
+        kind, k = choice
+        if kind == "driver":
+            return w.actors[k].agent
+        return w.index(w.launcher.launches[w.started + k][1])
+
+    def _hold_mid_work(self, data: hst.DataObject, agent: int | None = None) -> RealActor | None:
+        """A driver (of ``agent``, or of anyone) holding its lock with work in hand: a
+        running driver, or a pending launch started for it, run on until it has passed
+        its first, second or third ``SCAN_DURING`` point (inside its model call, a tool
+        window, a delivery or an entry not yet committed). ``None`` when there is no such
+        driver or it ends first."""
+        w = self.world
+        view = w.real_view()
+        for _ in range(3):  # a driver that ends first (nothing to do) hands on to another
+            running = [("driver", k) for k, a in sorted(w.actors.items())
+                       if a.kind == "driver" and agent in (None, a.agent)]
+            waiting = [("launch", n) for n, (_, aid) in enumerate(w.launcher.launches[w.started:])
+                       if agent in (None, w.index(aid))]
+            # a pending launch finds work when its agent has mail or work due (R-SCAN-10)
+            busy = [c for c in waiting if _has_work(view[w.index(
+                w.launcher.launches[w.started + c[1]][1])])]
+            choices = running + (busy or waiting)
+            if not choices:
+                return None
+            # the agent first, then one of its drivers: an agent with many launches
+            # recorded (the root, written to by everyone) is not chosen more often
+            owners = sorted({self._agent_of(c) for c in choices})
+            who = data.draw(hst.sampled_from(owners), label="agent held")
+            kind, k = data.draw(hst.sampled_from([c for c in choices
+                                                  if self._agent_of(c) == who]),
+                                label="driver")
+            if kind == "launch":
+                act = w.start_launch(k)
+                if act is None:  # the lock was busy: it returned at once
+                    continue
+                k = act.key
+            ahead = data.draw(hst.integers(0, HELD_AHEAD), label="held at")
+            held = self._run_windows(k, ahead, SCAN_DURING)
+            if held is not None:
+                return held
+            view = w.real_view()
+        return None
 
     def _crash_aimed(self, key: int, aim: Aim) -> None:
         _, where = aim
@@ -1022,20 +1149,12 @@ class RefinementMachine(RuleBasedStateMachine):
 
     @rule(data=hst.data())
     def scan(self, data: hst.DataObject) -> None:
-        """`lernie scan`; half the time first a driver (a running one, else a pending
-        launch started for it) is run on to a point where it holds its lock with work in
-        hand (the sweep must leave it alone)."""
-        w = self.world
-        drivers = sorted(k for k, a in w.actors.items() if a.kind == "driver")
-        startable = w.started < len(w.launcher.launches)
-        if (drivers or startable) and data.draw(hst.booleans(), label="aim"):
-            if not drivers:
-                act = w.start_launch(0)
-                drivers = [act.key] if act is not None else []
-            if drivers:
-                key = data.draw(hst.sampled_from(drivers), label="driver")
-                self._run_to(key, data.draw(hst.sampled_from(SCAN_DURING), label="at"))
-        w.scan()
+        """`lernie scan`; half the time while a driver (a running one, or a pending launch
+        started for it: a child's as often as the root's) holds its lock with work in hand,
+        such as inside its model call (the sweep must leave it alone, R-SCAN-6)."""
+        if data.draw(hst.booleans(), label="aim"):
+            self._hold_mid_work(data)
+        self.world.scan()
 
     @precondition(lambda self: any(a.kind == "driver" for a in self.world.actors.values()))
     @rule(data=hst.data())
@@ -1051,13 +1170,17 @@ class RefinementMachine(RuleBasedStateMachine):
             if act is None or w.stoppable():
                 break
             w.step(act)
+        w.past_tool_results()
         if w.stoppable():
             agent = data.draw(hst.sampled_from(w.stoppable()), label="agent")
             w.stop(agent)
 
     @rule(data=hst.data())
     def model_replies(self, data: hst.DataObject) -> None:
-        """Script the next replies of the agent in one slot (existing or not yet):
-        a final answer, a no-op tool, a message to another slot, a dispatch."""
+        """Script the next replies of the agent in one slot (existing or not yet), in place
+        of those scripted and not yet given (so a slot's script stays a few replies long and
+        agents still come to answer): a final answer, a no-op tool, a message to another
+        slot, an answer to whoever wrote last, a dispatch."""
         a = data.draw(hst.sampled_from(range(len(SCOPE.parents))), label="agent")
+        self.world.model.queue.pop(a, None)
         self._script(data, a, 1)

@@ -117,3 +117,31 @@ def test_r_step_2_a_settlement_killed_before_its_commit_leaves_a_stray_the_next_
     world.scan()
     assert [k for _, k in world.real_view()[P].inbox] == ["died"]  # no second obituary
     _recover_and_finish(world)
+
+
+def test_r_scan_9_a_terminal_stray_after_a_stray_recovery_commit_is_not_sent_by_the_scan(
+        tmp_path: Path) -> None:
+    """C's tool result is renamed and its driver killed; the scan reports C's death and
+    revives it; the revived hop commits that stray (the tip is now the stray recovery's
+    commit), asks the model, renames C's final response and is killed before committing
+    it. The tip is a stray recovery, but not the one that committed the final response:
+    the scan sends no reply for it (R-SCAN-9) and revives C, whose next hop commits the
+    response and sends its reply (R-DRAIN-8), once."""
+    world = World(tmp_path)
+    child = _child_at_work(world, ["noop", "final"])
+    _run_until(world, child, Point.TRANSCRIPT_RENAMED, "-tool.json")
+    world.crash(world.actors[child])
+    world.scan()
+    revived = _start_child(world)
+    _run_until(world, revived, Point.TRANSCRIPT_RENAMED, "-choice.json")
+    world.crash(world.actors[revived])
+    view = world.real_view()[C]
+    assert view.stray_final and not view.returned_at_tip
+    world.scan()  # the machine's check: the model sends nothing for an uncommitted response
+    assert [k for _, k in world.real_view()[P].inbox] == ["died"]
+    _recover_and_finish(world)
+    cid = world.ids[C] or ""
+    p_messages = world.ws.worktree(world.ids[P] or "") / MESSAGES_DIR
+    replies = [n for n in p_messages.iterdir() if n.name.endswith(f"-{cid}.md")
+               and "epitaph: final-response" in n.read_text()]
+    assert len(replies) == 1

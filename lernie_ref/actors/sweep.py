@@ -264,6 +264,11 @@ def assess(ws: Workspace, agent: str, refs: Refs, listed: Transcript | None = No
     return condition_of(driven=False, pending_count=mail, due=due, budget_at_tip=budget_at_tip)
 
 
+_MAY_OWE = (Condition.AT_REST, Condition.MAIL)
+"""Conditions under which R-SCAN-9 (and R-SCAN-11) look for a result owed: an agent at rest,
+pending mail or not (R-SCAN-4: mail is not a death, so the agent is at rest)."""
+
+
 def may_owe_a_result(agent: str, registry: frozenset[str], listed: Transcript) -> bool:
     """Whether R-SCAN-9, R-SCAN-10's stray or R-SCAN-11 can apply to an agent at rest.
 
@@ -608,7 +613,8 @@ def _sweep_one(
                     raise ScanError(f"read transcript of {agent}: {exc}") from None
                 if due:
                     revive = _revive(ws, agent, tip, report)
-        elif condition is Condition.AT_REST and may_owe_a_result(agent, registry, listed):
+        elif condition in _MAY_OWE and may_owe_a_result(agent, registry, listed):
+            # R-SCAN-9 also with mail pending: the hop would re-send it too (R-DRAIN-8)
             tip = refs.tip()
             if lock is not None:  # R-SCAN-11: a result whose mark a kill left behind
                 returned = refs.mark(MarkKind.RETURNED)
@@ -626,7 +632,11 @@ def _sweep_one(
                         raise ScanError(f"returned mark repair of {agent}: {exc}") from None
             try:
                 unsent = unsent_reply(ws, agent, tip, registry, refs, listed)
-                stray = lock is not None and stray_terminal(ws, agent, tip, refs, listed)
+                stray = (
+                    lock is not None
+                    and condition is Condition.AT_REST  # mail: the flush launches it anyway
+                    and stray_terminal(ws, agent, tip, refs, listed)
+                )
             except LernieError as exc:
                 raise ScanError(f"read transcript of {agent}: {exc}") from None
             if stray:  # R-SCAN-10: the hop recovers it and finishes its exit protocol

@@ -290,6 +290,25 @@ def test_r_scan_9_crash_between_terminal_commit_and_deposit_resends_the_reply(
     assert scan(ws, RecordingLauncher(), SystemClock()).line() == QUIET
 
 
+def test_r_scan_9_the_reply_is_resent_while_mail_waits_for_the_child(ws: Workspace) -> None:
+    """Mail that reached the child after its death does not make the scan leave the lost
+    reply to the child's next hop: the agent is at rest (R-SCAN-4), the reply leaves now,
+    once, and the flush launches both the parent and the child."""
+    root, child = family(ws)
+    Inline(ws).crash_at(child, Point.HOP_ASSISTANT_COMMITTED)
+    tip = ws.branch_tip(child)
+    deposit(ws.root, child, "user", "are you still there?")
+    rec = RecordingLauncher()
+    report = scan(ws, rec, SystemClock())
+    assert report.resent == [(child, root)] and report.silent_deaths == []
+    assert results_from(ws, root, child) == [("final-response", tip)]
+    assert mark(ws, "returned", child) == tip
+    assert sorted(rec.launches) == sorted([(ws.root, root), (ws.root, child)])
+    drive(ws, child)  # the hop finds the reply on disk and does not send it again
+    assert results_from(ws, root, child)[0] == ("final-response", tip)
+    assert len([r for r in results_from(ws, root, child) if r[1] == tip]) == 1
+
+
 def test_r_scan_9_a_deposited_reply_whose_mark_was_lost_is_not_sent_twice(
     ws: Workspace,
 ) -> None:

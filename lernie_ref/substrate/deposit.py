@@ -183,23 +183,25 @@ def _publish_actor(
     require_agent_id(sender)  # the sender is a path component too (R-WS-7)
     if sender.startswith(".") or "\n" in sender or "\r" in sender:
         raise NotASender(sender)  # R-ID-7, D-18: its mail would be invisible or forged
-    directory = inbox_dir(ws, recipient)
+    # The directory as text for the error messages; the one path object made is the result.
+    directory = os.path.join(ws, INBOX_DIR, recipient)
     try:
         inbox = guarded.walk(ws, (INBOX_DIR, recipient), create=True)
     except OSError as exc:
         raise DepositError.io(directory, exc) from None
     with inbox:
-        return (yield from _publish_in(inbox, directory, recipient, sender, body, stream))
+        name = yield from _publish_in(inbox, directory, recipient, sender, body, stream)
+    return _join(ws, INBOX_DIR, recipient, name)
 
 
 def _publish_in(
     inbox: guarded.Dir,
-    directory: P,
+    directory: str,
     recipient: str,
     sender: str,
     body: bytes,
     stream: Stream | None,
-) -> Actor[P]:
+) -> Actor[str]:
     try:
         names = inbox.listdir()
     except OSError as exc:
@@ -211,7 +213,7 @@ def _publish_in(
     try:
         fd = inbox.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     except OSError as exc:  # never unlink a name this writer did not create
-        raise DepositError.io(_join(directory, temp), exc) from None
+        raise DepositError.io(os.path.join(directory, temp), exc) from None
     try:
         try:
             write_all(fd, body)
@@ -222,7 +224,7 @@ def _publish_in(
             os.close(fd)
     except OSError as exc:
         _unlink_quietly(inbox, temp)
-        raise DepositError.io(_join(directory, temp), exc) from None
+        raise DepositError.io(os.path.join(directory, temp), exc) from None
     except BaseException:
         _unlink_quietly(inbox, temp)
         raise
@@ -238,7 +240,7 @@ def _publish_in(
                 yield Passed(Point.DEPOSIT_COLLIDED, recipient, final)
                 seq += 1
             except OSError as exc:
-                raise DepositError.io(_join(directory, final), exc) from None
+                raise DepositError.io(os.path.join(directory, final), exc) from None
         yield Passed(Point.DEPOSIT_PUBLISHED, recipient, final)
     except BaseException:
         _unlink_quietly(inbox, temp)
@@ -248,7 +250,7 @@ def _publish_in(
         inbox.fsync()
     except OSError as exc:
         raise DepositError.io(directory, exc) from None
-    return _join(directory, final)
+    return os.path.join(directory, final)
 
 
 def _unlink_quietly(inbox: guarded.Dir, name: str) -> None:

@@ -40,6 +40,7 @@ from lernie_ref.substrate.refsnap import ObjectFacts, RefFiles, RefOids
 from lernie_ref.substrate.transcript import Transcript
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import Inline, Point, drive
+from tests.fault.test_recovery import _reply_published_mark_left_behind
 from tests.operator_verbs.test_ref_snapshot import KID, OTHER, ROOT, _world
 
 RETURNED = MarkKind.RETURNED
@@ -158,24 +159,12 @@ def test_r_scan_6_the_sweep_skips_only_agents_that_can_owe_nothing(ws: Workspace
     assert may_owe_a_result(done_child, registry, Transcript(ws.worktree(done_child)))
 
 
-def _reply_published_mark_left_behind(ws: Workspace) -> tuple[str, str]:
-    """A child killed between its reply's publish and its returned mark (R-DEP-8)."""
-    rec = RecordingLauncher()
-    root = cli_prompt(ws, "lead", "", rec)
-    drive(ws, root)
-    child = cli_dispatch(ws, root, "build it", "", rec)
-    Inline(ws).crash_at(child, Point.DEPOSIT_PUBLISHED)
-    tip = ws.branch_tip(child)
-    assert mark_value(ws, RETURNED, child) != tip
-    return child, tip
-
-
 def test_planted_bug_a_sweep_that_skips_every_agent_at_rest_misses_a_mark_repair(
     ws: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The skip is what stands between the sweep and R-SCAN-11 for a child at rest: a
     skip that ignored the registered parent leaves the mark behind (the check can fail)."""
-    child, tip = _reply_published_mark_left_behind(ws)
+    _, child, tip = _reply_published_mark_left_behind(ws)
     monkeypatch.setattr(sweep, "may_owe_a_result", lambda *a: False)
     scan(ws, RecordingLauncher(), SystemClock())
     assert mark_value(ws, RETURNED, child) != tip  # the planted bug: no repair

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from lernie_stateful.refinement import Divergence, World, last_writer
+from lernie_stateful.refinement import Divergence, RealActor, World, last_writer
 from lernie_stateful.seeded_bugs import BY_NAME
 
 from lernie_ref.adapters import ModelRequest
@@ -17,6 +17,12 @@ from lernie_ref.core.entry import Entry
 from lernie_ref.core.vocab import MESSAGES_DIR, Point
 
 P, C = 0, 1
+
+
+def _run_out(world: World, actor: RealActor) -> None:
+    """Step ``actor`` until it has ended."""
+    while actor.key in world.actors:
+        world.step(actor)
 
 
 def _entry(seq: int, origin: str, delivered: bool = True) -> Entry[str]:
@@ -66,12 +72,10 @@ def _scan_during_childs_call(world: World) -> None:
     holds its lock there while `lernie scan` runs."""
     world.script(P, "dispatch")
     writer = world.operator_message(P)
-    while writer.key in world.actors:
-        world.step(writer)
+    _run_out(world, writer)
     parent = world.start_launch(0)
     assert parent is not None
-    while parent.key in world.actors:
-        world.step(parent)
+    _run_out(world, parent)
     child = world.start_launch(0)
     assert child is not None and child.agent == C
     while (p := world.step(child)) is not None and p.name != Point.HOP_WARRANT:
@@ -101,15 +105,13 @@ def _mail_while_driven(world: World) -> None:
     world.operator_message(P)
     world.run_all()
     note = world.operator_message(P)
-    while note.key in world.actors:
-        world.step(note)
+    _run_out(world, note)
     driver = world.start_launch(0)
     assert driver is not None
     while (p := world.step(driver)) is not None and p.name != Point.HOP_WARRANT:
         pass
     late = world.operator_message(P)
-    while late.key in world.actors:
-        world.step(late)
+    _run_out(world, late)
     assert world.real_view()[P].pending_launches == 0  # the probe found the lock busy
 
 
@@ -134,8 +136,7 @@ def _cascade_stop_after_a_tool_result(world: World, land_alike: bool) -> None:
     C's driver is at its model call's stop check; `lernie stop P` cascades to both."""
     world.script(P, "dispatch")
     writer = world.operator_message(P)
-    while writer.key in world.actors:
-        world.step(writer)
+    _run_out(world, writer)
     parent = world.start_launch(0)
     assert parent is not None
     while (p := world.step(parent)) is None or not (

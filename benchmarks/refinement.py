@@ -1,7 +1,7 @@
 """Refinement row of the performance budget: seconds to catch each seeded bug.
 
     python -m benchmarks --only refinement [--quick]
-    python -m benchmarks.refinement [--seeds N] [--first-seed S] [--only BUG ...]
+    python -m benchmarks.refinement [--seeds N] [--first-seed S] [--only BUG] [--only BUG] ...
 
 For every seeded implementation bug (``lernie_stateful.seeded_bugs``) the refinement
 machine runs at the CI budget (40 examples of the long scope, no shrinking: the time
@@ -109,10 +109,17 @@ def rows(seeds: int, make_row: Callable[..., R]) -> list[R]:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.refinement",
                                  description=__doc__.splitlines()[0] if __doc__ else None)
-    ap.add_argument("--seeds", type=int, default=20)
-    ap.add_argument("--first-seed", type=int, default=FIRST_SEED)
-    ap.add_argument("--only", action="append", default=[])
+    ap.add_argument("--seeds", type=int, default=20, help="seeds per bug (default 20)")
+    ap.add_argument("--first-seed", type=int, default=FIRST_SEED,
+                    help=f"the first seed (default {FIRST_SEED})")
+    ap.add_argument("--only", action="append", default=[], metavar="BUG",
+                    help="measure this seeded bug (repeat for several; every bug when absent)")
     ns = ap.parse_args(argv)
+    from lernie_stateful.seeded_bugs import BY_NAME
+
+    unknown = [n for n in ns.only if n not in BY_NAME]
+    if unknown:
+        ap.error(f"no seeded bug named {', '.join(unknown)} (known: {', '.join(BY_NAME)})")
     start = time.perf_counter()
     figures = measure(ns.seeds, ns.first_seed, ns.only)
     print(table(figures))

@@ -18,12 +18,18 @@ live owner, and a lock left by a dead one ends in one clear error.
 from __future__ import annotations
 
 import os
-import re
-import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
-from typing import NamedTuple, Protocol
+from collections import namedtuple
+
+from lernie_ref.substrate.spawn import run_captured
+
+TYPE_CHECKING = False  # typing and subprocess stay off the scan and status paths (R-CLI-5)
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+    from pathlib import Path
+    from typing import NamedTuple, Protocol
+else:
+    Protocol = object
 
 SCRUBBED_ENV = (
     "GIT_DIR",
@@ -40,19 +46,26 @@ LOCK_RETRIES = 5
 LOCK_FIRST_PAUSE = 0.05
 """R-WS-9: the first pause in seconds; each later one doubles (0.05 … 0.8, 1.55 s in all)."""
 
-_LOCK_EXISTS = re.compile(r"Unable to create '([^']+\.lock)': File exists")
+_LOCK_EXISTS = r"Unable to create '([^']+\.lock)': File exists"
 
 
 def lock_in_the_way(stderr: str) -> str | None:
     """The lock file git could not create, when that is why the call failed; else ``None``."""
-    found = _LOCK_EXISTS.search(stderr)
+    import re  # only a failed call gets here
+
+    found = re.search(_LOCK_EXISTS, stderr)
     return found.group(1) if found else None
 
 
-class GitResult(NamedTuple):
-    returncode: int
-    stdout: str
-    stderr: str
+if TYPE_CHECKING:
+
+    class GitResult(NamedTuple):
+        returncode: int
+        stdout: str
+        stderr: str
+
+else:
+    GitResult = namedtuple("GitResult", ("returncode", "stdout", "stderr"))
 
 
 class GitRunner(Protocol):
@@ -64,7 +77,8 @@ class GitRunner(Protocol):
 
 
 class SubprocessGit:
-    """The production runner: a real ``git`` process per call.
+    """The production runner: a real ``git`` process per call, started with
+    ``posix_spawn`` (:mod:`~lernie_ref.substrate.spawn`).
 
     ``sleep`` is injected so a test can act between the tries of a locked call.
     """
@@ -86,18 +100,9 @@ class SubprocessGit:
         self._sleep = sleep
 
     def _once(self, dest: Path, args: Sequence[str], input: bytes | None) -> GitResult:
-        proc = subprocess.run(
-            [self._git, "-C", str(dest), *args],
-            input=input,
-            capture_output=True,
-            env=self._env,
-            check=False,
-        )
-        return GitResult(
-            proc.returncode,
-            proc.stdout.decode("utf-8", "replace").strip(),
-            proc.stderr.decode("utf-8", "replace"),
-        )
+        code, out, err = run_captured([self._git, "-C", str(dest), *args], self._env, input)
+        text = out.decode("utf-8", "replace").strip()
+        return GitResult(code, text, err.decode("utf-8", "replace"))
 
     def run(
         self, dest: Path, args: Sequence[str], *, check: bool = True, input: bytes | None = None

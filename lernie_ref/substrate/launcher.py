@@ -1,9 +1,9 @@
 """Launching a driver (R-LAUNCH): the :class:`Launcher` protocol, the production launcher
 that starts ``lernie advance`` detached, and a recording launcher that starts nothing.
 
-The production launcher uses ``os.posix_spawn`` rather than ``subprocess``: it is on
-the ``lernie message`` path, where ``subprocess`` (and the modules it loads) would cost
-more than the spawn itself (R-CLI-5).
+The production launcher uses ``os.posix_spawn`` (:mod:`~lernie_ref.substrate.spawn`)
+rather than ``subprocess``: it is on the ``lernie message`` path, where ``subprocess``
+(and the modules it loads) would cost more than the spawn itself (R-CLI-5).
 """
 
 from __future__ import annotations
@@ -15,16 +15,14 @@ from lernie_ref.core.errors import ContainmentError, LaunchError, io_text
 from lernie_ref.core.ids import require_agent_id
 from lernie_ref.core.names import DRIVER_LOG, LOCK_FD_ENV, STEPS_DIR
 from lernie_ref.substrate import guarded
+from lernie_ref.substrate.spawn import spawn
 
 TYPE_CHECKING = False  # typing and pathlib stay off the message path (R-CLI-5)
 if TYPE_CHECKING:
-    import signal as _signal
     from collections.abc import Callable, Sequence
     from pathlib import Path
     from typing import Protocol
 else:
-    import _signal  # the C module underneath ``signal``, which would load ``enum``
-
     Protocol = object
 
 
@@ -36,28 +34,6 @@ class Launcher(Protocol):
 
 _LAUNCHED: list[int] = []
 """Pids of drivers this process started and has not reaped yet."""
-
-
-def _inherited_fds(keep: int) -> list[int]:
-    """Descriptors above 2 that an exec would pass on (opened without close-on-exec by
-    someone else, e.g. the launching process's parent); the spawn closes them."""
-    for listing in ("/proc/self/fd", "/dev/fd"):
-        try:
-            names = os.listdir(listing)
-        except OSError:
-            continue
-        out = []
-        for name in names:
-            fd = int(name)
-            if fd <= 2 or fd == keep:
-                continue
-            try:
-                if os.get_inheritable(fd):
-                    out.append(fd)
-            except OSError:  # the listing's own descriptor, closed by now
-                continue
-        return out
-    return []
 
 
 def _reap() -> None:
@@ -107,18 +83,9 @@ class AdvanceLauncher:
             (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
             (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
             (os.POSIX_SPAWN_DUP2, log, 2),
-            *((os.POSIX_SPAWN_CLOSE, fd) for fd in _inherited_fds(log)),
         ]
-        spawn = os.posix_spawn if "/" in argv[0] else os.posix_spawnp
         try:
-            pid = spawn(
-                argv[0],
-                argv,
-                env,
-                file_actions=actions,
-                setsid=True,
-                setsigdef=(_signal.SIGPIPE, _signal.SIGXFSZ),
-            )
+            pid = spawn(argv, env, actions, setsid=True, keep=(log,))
         except OSError as exc:
             raise LaunchError(io_text(exc)) from None
         finally:

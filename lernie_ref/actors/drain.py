@@ -26,7 +26,6 @@ then per deposit ``drain.renamed`` and ``drain.committed``.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from lernie_ref.core.actor import Actor, Passed
@@ -38,6 +37,7 @@ from lernie_ref.core.errors import (
     io_text,
 )
 from lernie_ref.core.frontmatter import own_result_ref
+from lernie_ref.core.record import record
 from lernie_ref.core.vocab import MESSAGES_DIR, Point
 from lernie_ref.substrate import guarded
 from lernie_ref.substrate.deposit import Pending, pending
@@ -58,7 +58,7 @@ STRAY_SUBJECT = "transcript: recover delivered stray [{agent}]"
 
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Delivery:
     delivered: int
     seen: Seen

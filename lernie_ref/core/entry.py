@@ -10,13 +10,28 @@ The reader accepts both on-disk shapes: an object with a ``content`` array
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Generic, TypeVar
 
 from lernie_ref.core.errors import EntryError, LernieError, TranscriptError
 from lernie_ref.core.vocab import MESSAGES_DIR, TOOL_ORIGIN, Role
+
+TYPE_CHECKING = False  # typing, dataclasses and json stay off the scan and status paths
+if TYPE_CHECKING:
+    from typing import Generic, TypeVar
+
+    Where = TypeVar("Where", covariant=True)
+    """Where an entry lives: a file path for an entry read from disk, its file name in memory."""
+else:
+
+    class Generic:
+        """At run time an entry's parameter is only a name: ``Entry[Path]`` is ``Entry``."""
+
+        __slots__ = ()
+
+        def __class_getitem__(cls, item: object) -> type:
+            return cls
+
+    Where = None
 
 Block = dict[str, object]
 
@@ -26,6 +41,7 @@ _FREE_FORM = frozenset({"input"})
 
 def _dump(value: object, *, sort: bool) -> str:
     """Compact JSON; ``sort`` sorts object keys in this value and everything below it."""
+    import json
     if isinstance(value, Mapping):
         items = sorted(value.items()) if sort else list(value.items())
         inner = ",".join(
@@ -80,6 +96,8 @@ def thinking_block(text: str, signature: str | None = None) -> Block:
 
 def entry_blocks(data: bytes) -> list[Block]:
     """Read an entry's blocks; :class:`EntryError` on anything that is not entry JSON."""
+    import json
+
     try:
         parsed: object = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -137,14 +155,10 @@ def text_of(blocks: Sequence[Block]) -> str | None:
     return text or None
 
 
-Where = TypeVar("Where", covariant=True)
-"""Where an entry lives: a file path for an entry read from disk, its file name in memory."""
-
 Body = bytes | Callable[[], bytes] | None
 """An entry's bytes, or a function that reads them when they are first needed."""
 
 
-@dataclass(frozen=True)
 class Entry(Generic[Where]):
     """One transcript entry (R-TR-1): the one entry value of the whole package.
 
@@ -154,14 +168,50 @@ class Entry(Generic[Where]):
     error messages. ``body`` carries the bytes, or a function that reads them: the
     transcript reader supplies one, so a decision reads only the files it looks at
     (R-DEBT-1), while values built in memory carry their bytes. The body is read at most
-    once and takes no part in equality.
+    once and takes no part in equality. An entry is immutable (its body once read aside).
     """
+
+    __slots__ = ("body", "delivered", "origin", "path", "seq")
 
     seq: int
     origin: str
     delivered: bool
     path: Where
-    body: Body = field(default=None, compare=False, repr=False)
+    body: Body
+
+    def __init__(
+        self, seq: int, origin: str, delivered: bool, path: Where, body: Body = None
+    ) -> None:
+        setter = object.__setattr__
+        setter(self, "seq", seq)
+        setter(self, "origin", origin)
+        setter(self, "delivered", delivered)
+        setter(self, "path", path)
+        setter(self, "body", body)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r} of an entry")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r} of an entry")
+
+    def _key(self) -> tuple[int, str, bool, object]:
+        return (self.seq, self.origin, self.delivered, self.path)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, Entry)
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}(seq={self.seq!r}, origin={self.origin!r}, "
+            f"delivered={self.delivered!r}, path={self.path!r})"
+        )
 
     @property
     def name(self) -> str:

@@ -12,17 +12,16 @@ under an agent that no executor drives is undelivered until the next touch
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import stat
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from lernie_ref.actors.sweep import mark_value, revivals_at, transcript_due
 from lernie_ref.core.errors import LernieError
 from lernie_ref.core.frontmatter import split_frontmatter, terminal_ref_of
 from lernie_ref.core.ids import is_agent_id, parent_of
+from lernie_ref.core.record import as_dict, record
 from lernie_ref.core.sweep import REVIVE_LIMIT, Condition, at_rest_mark, condition_of
 from lernie_ref.core.vocab import NAME_FILE, Epitaph, MarkKind
 from lernie_ref.operator.stop import LockLine, holders_in, lock_table
@@ -39,7 +38,7 @@ from lernie_ref.substrate.transcript import Transcript
 from lernie_ref.substrate.workspace import Workspace
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class AgentStatus:
     """One row of ``lernie status`` (R-STATUS-1)."""
 
@@ -79,6 +78,8 @@ def token_usage(entries: Sequence[Entry]) -> tuple[int, int]:
     for entry in entries:
         if entry.delivered or entry.origin == "tool":
             continue
+        import json  # loaded by the first model entry: an agent with none reads no JSON
+
         try:
             parsed: object = json.loads(entry.path.read_bytes())
         except (OSError, ValueError):
@@ -366,9 +367,11 @@ def render_json(rows: Sequence[AgentStatus]) -> str:
     """R-STATUS-4: each row carries its counters and ``tokens``; ``tokens`` at the top sums them."""
     tokens_in = sum(r.input_tokens for r in rows)
     tokens_out = sum(r.output_tokens for r in rows)
+    import json
+
     return json.dumps(
         {
-            "agents": [{**asdict(r), "tokens": r.tokens} for r in rows],
+            "agents": [{**as_dict(r), "tokens": r.tokens} for r in rows],
             "tokens": {"input": tokens_in, "output": tokens_out, "total": tokens_in + tokens_out},
         },
         sort_keys=True,

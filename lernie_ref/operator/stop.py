@@ -36,7 +36,6 @@ import os
 import signal
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from lernie_ref.core.errors import (
@@ -46,6 +45,7 @@ from lernie_ref.core.errors import (
     SelfGroup,
 )
 from lernie_ref.core.ids import parent_of, require_agent_id
+from lernie_ref.core.record import field, record
 
 STOP_DEADLINE_S = 30.0
 """R-STOP-5: how long a signalled executor may take to end its exit protocol before SIGKILL."""
@@ -69,7 +69,7 @@ PROC = Path("/proc")
 
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Holder:
     """The process holding ``agent``'s executor lock, and the group it is signalled through."""
 
@@ -85,7 +85,7 @@ class Holder:
         return self.pgid == self.pid
 
 
-@dataclass
+@record
 class StopReport:
     """What a stop did: every holder signalled (in order) and those that needed SIGKILL."""
 
@@ -106,7 +106,7 @@ def is_descendant_or_self(candidate: str, agent: str) -> bool:
     return False
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LockLine:
     """One ``/proc/locks``-style line: ``1: FLOCK  ADVISORY  WRITE 5314 fe:00:2170981 0 EOF``."""
 

@@ -29,11 +29,11 @@ confirms under the lock.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from lernie_ref.core.errors import LernieError
 from lernie_ref.core.ids import is_agent_id
+from lernie_ref.core.record import record
 from lernie_ref.core.vocab import AGENT_REF_PREFIX, MARK_REF_PREFIX, NAME_FILE, MarkKind
 from lernie_ref.substrate.gitrun import GitRunner
 
@@ -45,7 +45,7 @@ _FORMAT = "%00".join(
 )
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RefInfo:
     """One ref as ``for-each-ref`` showed it."""
 
@@ -72,7 +72,7 @@ class RefInfo:
         return None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class AgentRefs:
     """One agent's branch tip, the tip's subject, and its marks (peeled to commits)."""
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import ge, itemgetter, lt
 from pathlib import Path
@@ -37,6 +36,7 @@ from lernie_ref.core.errors import (
     io_text,
 )
 from lernie_ref.core.frontmatter import parse_entry_name, parse_u32, seq_text
+from lernie_ref.core.record import record
 from lernie_ref.core.vocab import MESSAGES_DIR, TOOL_ORIGIN, Point, Role
 from lernie_ref.substrate import guarded
 from lernie_ref.substrate.gitrun import GitRunner
@@ -197,7 +197,7 @@ def read_text(entry: Entry[Path]) -> str:
     return with_body(entry).strict_text()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class WireMessage:
     """R-TR-5: one message of the model's history: a role and its blocks."""
 

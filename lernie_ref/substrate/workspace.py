@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from lernie_ref.core.clock import Clock
 from lernie_ref.core.errors import (
@@ -46,6 +45,7 @@ from lernie_ref.substrate import guarded
 from lernie_ref.substrate.gitrun import GitResult, GitRunner, SubprocessGit
 from lernie_ref.substrate.registry import Registry
 
+TYPE_CHECKING = False  # typing stays off the scan and status paths (R-CLI-5)
 if TYPE_CHECKING:
     from lernie_ref.substrate.spool import Spool
 

@@ -15,9 +15,11 @@ from hypothesis import strategies as st
 
 from lernie_ref.cli import _plain_message
 from lernie_ref.core.clock import FixedClock
+from lernie_ref.inbox import RecordingLauncher, cli_dispatch, cli_prompt
 from lernie_ref.substrate.lock import try_acquire
 from lernie_ref.substrate.registry import Registry, path_text, read_ref_directly
 from lernie_ref.substrate.workspace import Workspace
+from lernie_ref.testing import drive
 
 from .util import add_root
 
@@ -62,6 +64,43 @@ def test_r_cli_5_message_loads_none_of_the_heavy_modules(
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "[]\n"
     assert sorted(os.listdir(ws.inbox_dir(agent))) == ["user-001.md"]
+
+
+OPERATOR_PROBE = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from lernie_ref.cli import main
+assert main(sys.argv[2:]) == 0
+kept_off = {"typing", "subprocess", "argparse", "dataclasses", "inspect", "json"}
+print(sorted(kept_off & set(sys.modules)), file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("verb", ["scan", "status"])
+def test_r_cli_5_scan_and_status_load_no_subprocess_typing_dataclasses_or_json(
+    ws: Workspace, verb: str
+) -> None:
+    """A root that dispatched a child, both finished (model entries read for their
+    tokens and terminal responses, marks and tip subjects read): the paths read what
+    they read in use. ``json`` is loaded by the first model entry read (or ``--json``);
+    none of the others ever is."""
+    rec = RecordingLauncher()
+    root = cli_prompt(ws, "answer", "", rec)
+    child = cli_dispatch(ws, root, "sub", "", rec)
+    drive(ws, child)
+    drive(ws, root)  # takes the child's result: no mail is left, nothing to launch
+    assert not os.listdir(ws.inbox_dir(root)) and not os.listdir(ws.inbox_dir(child))
+    for argv in ([verb, str(ws.root)], [verb, str(ws.root), "--json"]):
+        proc = subprocess.run(
+            [sys.executable, "-S", "-c", OPERATOR_PROBE, str(ROOT), *argv],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stderr.splitlines()[-1] in ("[]", "['json']")
+    if verb == "scan":
+        assert "drivers launched: 0" in proc.stdout or '"launched": []' in proc.stdout
 
 
 def _git(repo: Path, *args: str) -> str:

@@ -95,7 +95,7 @@ from lernie_ref.reply_debt import (
 from lernie_ref.substrate import gitlocks, guarded
 from lernie_ref.substrate.deposit import deposit_result_actor, pending
 from lernie_ref.substrate.launcher import Launcher
-from lernie_ref.substrate.lock import InboxAt, try_acquire
+from lernie_ref.substrate.lock import ExecutorLock, InboxAt, try_acquire_present
 from lernie_ref.substrate.refsnap import (
     AgentOids,
     AgentRefs,
@@ -153,7 +153,9 @@ def transcript_due(ws: Workspace, agent: str, listed: Transcript | None = None) 
     """R-STEP-3 over the agent's worktree transcript (strays included: they were delivered).
 
     ``listed``: the agent's transcript as this hold already listed it (see :class:`Hold`)."""
-    return warrant_of(history_of(load(ws.worktree(agent), listed)))
+    if listed is None:
+        listed = Transcript(ws.worktree(agent))
+    return warrant_of(history_of(load(listed.worktree, listed)))
 
 
 def tip_of(ws: Workspace, agent: str) -> str:
@@ -246,10 +248,17 @@ def read_condition(
     return assess(ws, agent, refs, listed), tip
 
 
-def assess(ws: Workspace, agent: str, refs: Refs, listed: Transcript | None = None) -> Condition:
-    """R-SCAN-4: one undriven agent's condition (the caller holds the lock). The refs are
-    read only when they can change the answer: with no mail and something due."""
-    mail = len(pending(ws.inbox_dir(agent)))
+def assess(
+    ws: Workspace,
+    agent: str,
+    refs: Refs,
+    listed: Transcript | None = None,
+    held: ExecutorLock | None = None,
+) -> Condition:
+    """R-SCAN-4: one undriven agent's condition (the caller holds the lock, ``held`` when
+    it is at hand: the inbox is listed through its descriptor). The refs are read only
+    when they can change the answer: with no mail and something due."""
+    mail = len(pending(ws.inbox_text(agent), None if held is None else held.fd))
     due, budget_at_tip = Warrant.NOTHING_DUE, False
     if not mail:  # with mail pending the transcript does not matter (R-SCAN-4)
         try:
@@ -270,7 +279,8 @@ pending mail or not (R-SCAN-4: mail is not a death, so the agent is at rest)."""
 
 
 def may_owe_a_result(agent: str, registry: frozenset[str], listed: Transcript) -> bool:
-    """Whether R-SCAN-9, R-SCAN-10's stray or R-SCAN-11 can apply to an agent at rest.
+    """Whether R-SCAN-9, R-SCAN-10's stray or R-SCAN-11 can apply to an agent at rest
+    (R-SCAN-4: with or without pending mail, which is no death).
 
     Each needs a recipient: R-SCAN-11 looks for a result in the registered parent's mail or
     in the newest terminal response's recipient's; R-SCAN-9 and the stray need the newest
@@ -510,6 +520,7 @@ def _sweep_one(
     files: RefFiles | None = None,
     facts: ObjectFacts | None = None,
     inbox_root: int | None = None,
+    look: gitlocks.LockLook | None = None,
 ) -> Actor[None]:
     """One agent's sweep under its lock (R-SCAN-4, R-SCAN-5, R-SCAN-6).
 
@@ -524,22 +535,21 @@ def _sweep_one(
     the transcript is listed once (:class:`~lernie_ref.substrate.transcript.Transcript`)
     for the condition, the mark repair, the unsent reply, the stray and the revival.
     """
-    inbox = ws.inbox_dir(agent)
+    inbox = ws.inbox_text(agent)  # as text: most agents need no path object at all
     lock = None
     revive = False
-    # no directory: nobody can hold the lock, and none is created (R-SCAN-6)
-    if os.path.isdir(inbox):
-        # From the pass's descriptor of <ws>/inbox when it holds one (R-WS-7: the walk's
-        # last step); the full walk otherwise, and for anything but a directory there.
-        probe = inbox if inbox_root is None else InboxAt(inbox_root, agent, inbox)
-        try:
-            lock = try_acquire(probe)
-        except LockError as exc:
-            raise ScanError(f"probe executor lock at {inbox}: {exc.detail}") from None
-        if lock is None:
-            report.driven.append(agent)
-            yield Passed(Point.SCAN_DRIVEN, agent)
-            return
+    # From the pass's descriptor of <ws>/inbox when it holds one (R-WS-7: the walk's last
+    # step); the full walk otherwise, and for anything but a directory there.
+    probe = inbox if inbox_root is None else InboxAt(inbox_root, agent, inbox)
+    try:
+        # no directory: nobody can hold the lock, and none is created (R-SCAN-6)
+        present, lock = try_acquire_present(probe)
+    except LockError as exc:
+        raise ScanError(f"probe executor lock at {inbox}: {exc.detail}") from None
+    if present and lock is None:
+        report.driven.append(agent)
+        yield Passed(Point.SCAN_DRIVEN, agent)
+        return
     try:
         # No inbox directory: nothing to hold (and no executor can hold it either).
         yield Passed(Point.SCAN_HELD if lock is not None else Point.SCAN_NO_INBOX, agent)
@@ -561,7 +571,12 @@ def _sweep_one(
         # The worktree's lock files are looked at before the transcript is read: a git of a
         # dead holder still writing the worktree (a commit, a re-created worktree) is
         # waited for first, exactly as before any git call (R-WS-8).
-        if not cleared and gitlocks.worktree_lock_exists(ws.repo_git, ws.worktree(agent), agent):
+        worktree = ws.worktree_text(agent)
+        if not cleared and (
+            look.exists(agent)
+            if look is not None
+            else gitlocks.worktree_lock_exists(ws.repo_git, worktree, agent)
+        ):
             clear_git_locks()
 
         # Read with the lock held: the snapshot's values count only once confirmed (R-SCAN-6).
@@ -581,8 +596,8 @@ def _sweep_one(
         else:
             clear_git_locks()
             refs = Refs(ws, agent, confirm(snapshot, files, agent))
-        listed = Transcript(ws.worktree(agent))  # listed once, when first read
-        condition = assess(ws, agent, refs, listed)
+        listed = Transcript(worktree)  # listed once, when first read
+        condition = assess(ws, agent, refs, listed, lock)
         yield Passed(Point.SCAN_ASSESSED, agent, condition.value)
         if condition is Condition.DIED_MID_WORK:
             tip = refs.tip()
@@ -684,7 +699,8 @@ def _flush(
     ws: Workspace, registry: frozenset[str], launcher: Launcher, report: ScanReport
 ) -> Actor[None]:
     for name in _inbox_names(ws):
-        if not pending(ws.inbox_root / name):
+        # a registered agent's inbox as text: no path object for an empty inbox
+        if not pending(ws.inbox_text(name) if name in registry else ws.inbox_root / name):
             continue
         # An agent created after the registry was read is not debris (R-SCAN-2).
         if name not in registry and not ws.agent_exists(name):
@@ -739,6 +755,7 @@ def scan_actor(
         held: guarded.Dir | None = guarded.walk(ws.root, (INBOX_DIR,))
     except (OSError, ContainmentError):
         held = None
+    look = gitlocks.LockLook(ws.repo_git, ws.agents_root)
     try:
         for agent in agents:
             yield from _sweep_one(
@@ -752,8 +769,10 @@ def scan_actor(
                 files,
                 facts,
                 None if held is None else held.fd,
+                look,
             )
     finally:
+        look.close()
         if held is not None:
             held.close()
     yield from _flush(ws, registry, launcher, report)

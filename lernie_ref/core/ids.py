@@ -24,7 +24,7 @@ def is_agent_id(agent_id: str) -> bool:
     """
     if agent_id in ("", ".", ".."):
         return False
-    return not any(c in agent_id for c in ("/", "\\", "\0"))
+    return "/" not in agent_id and "\\" not in agent_id and "\0" not in agent_id
 
 
 def require_agent_id(agent_id: str) -> str:

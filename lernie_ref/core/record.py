@@ -55,26 +55,27 @@ else:
                     if isinstance(defaults[name], _Factory):
                         delattr(cls, name)
             qualname = cls.__qualname__
-            setter = object.__setattr__
-
-            def __init__(self, *args, **kwargs):
-                if len(args) > len(names):
-                    raise TypeError(f"{qualname}() takes {len(names)} arguments")
-                values = dict(zip(names, args, strict=False))
-                for key, value in kwargs.items():
-                    if key not in names or key in values:
-                        raise TypeError(f"{qualname}() got an unexpected or repeated {key!r}")
-                    values[key] = value
-                for name in names:
-                    if name in values:
-                        value = values[name]
-                    elif name in defaults:
-                        value = defaults[name]
-                        if isinstance(value, _Factory):
-                            value = value.make()
-                    else:
-                        raise TypeError(f"{qualname}() missing argument {name!r}")
-                    setter(self, name, value)
+            # One __init__ made per class, as dataclasses makes it: a plain function with the
+            # fields as parameters (the names are identifiers: they are annotations).
+            namespace: dict[str, object] = {"_set": object.__setattr__, "_MISSING": _Factory}
+            params, body = [], []
+            for name in names:
+                if name not in defaults:
+                    params.append(name)
+                    body.append(f"    _set(self, {name!r}, {name})")
+                elif isinstance(defaults[name], _Factory):
+                    namespace[f"_make_{name}"] = defaults[name].make
+                    params.append(f"{name}=_MISSING")
+                    made = f"_make_{name}() if {name} is _MISSING else {name}"
+                    body.append(f"    _set(self, {name!r}, {made})")
+                else:
+                    namespace[f"_default_{name}"] = defaults[name]
+                    params.append(f"{name}=_default_{name}")
+                    body.append(f"    _set(self, {name!r}, {name})")
+            source = f"def __init__(self, {', '.join(params)}):\n" + "\n".join(body or ["    pass"])
+            exec(source, namespace)  # built from the class's own field names only
+            __init__ = namespace["__init__"]
+            __init__.__qualname__ = f"{qualname}.__init__"
 
             def _values(self):
                 return tuple(getattr(self, name) for name in names)

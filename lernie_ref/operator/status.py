@@ -193,7 +193,7 @@ def _agent_refs(ws: Workspace, oids: AgentOids | None, facts: ObjectFacts, agent
 def worktree_name(ws: Workspace, agent: str) -> str | None:
     """R-STATUS-1: the trimmed ``name`` file of the agent's worktree, when it is a regular
     file (not reached through a link) of UTF-8 text; ``None`` otherwise."""
-    path = f"{ws.worktree(agent)}/{NAME_FILE}"
+    path = f"{ws.worktree_text(agent)}/{NAME_FILE}"
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
@@ -201,9 +201,9 @@ def worktree_name(ws: Workspace, agent: str) -> str | None:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
-        chunks = []
-        while chunk := os.read(fd, 1 << 16):
-            chunks.append(chunk)
+        chunks = [os.read(fd, 1 << 16)]
+        while len(chunks[-1]) == 1 << 16:  # a regular file's read is short only at its end
+            chunks.append(os.read(fd, 1 << 16))
         return b"".join(chunks).decode("utf-8").strip()
     except (OSError, UnicodeDecodeError):
         return None
@@ -246,21 +246,22 @@ def status(ws: Workspace) -> list[AgentStatus]:
     worktree's ``name`` file, and from one ``cat-file`` for the agents whose file cannot
     say (R-STATUS-1); the rest is read from the files.
     """
+    # The lock table is read beside everything else: the kernel makes its first reader
+    # in a process wait for a grace period (7-12 ms measured), time it sleeps rather
+    # than works, so the ref read and the listings fill it. Which executors are live is
+    # a snapshot of one moment, as every other column is.
+    table_reader = _Background(lock_table)
     snapshot = RefOids.read(ws.git, ws.repo_git)
     agents = [a for a in snapshot.agent_ids() if is_agent_id(a)]
     registry = frozenset(agents)
     facts = ObjectFacts(ws.git, ws.repo_git)
     refs = {a: _agent_refs(ws, snapshot.agent_oids(a), facts, a) for a in agents}
-    listed = {agent: Transcript(ws.worktree(agent)) for agent in agents}
+    listed = {agent: Transcript(ws.worktree_text(agent)) for agent in agents}
     entries: dict[str, list[Entry]] = {}
     for agent in agents:
         with contextlib.suppress(LernieError):
             entries[agent] = listed[agent].everything()
-    inboxes = {agent: ws.inbox_dir(agent) for agent in agents}
-    # The lock table is read while the inboxes are listed: the kernel makes its first
-    # reader in a process wait for a grace period (7-12 ms measured), time it sleeps
-    # rather than works, so the listing fills it.
-    table_reader = _Background(lock_table)
+    inboxes = {agent: ws.inbox_text(agent) for agent in agents}  # text: no path objects
     deposits = {agent: pending(inboxes[agent]) for agent in agents}  # one listing per inbox
     lookup = _Results(agents, deposits, entries)
     table = table_reader.result()

@@ -166,7 +166,7 @@ def lock_table() -> list[LockLine] | None:
     return [line for line in map(parse_lock_line, text.splitlines()) if line is not None]
 
 
-def holders_in(table: list[LockLine] | None, inbox: Path) -> list[int] | None:
+def holders_in(table: list[LockLine] | None, inbox: str | Path) -> list[int] | None:
     """Pids recorded in ``table`` for an exclusive ``flock`` on ``inbox``: ``None`` when the
     table could not be read, ``[]`` when ``inbox`` does not exist."""
     try:

@@ -99,17 +99,19 @@ class Pending(tuple[str, int, "Path", str]):
         )
 
 
-def pending(inbox: Path) -> list[Pending]:
+def pending(inbox: str | Path, held: int | None = None) -> list[Pending]:
     """R-DEP-11: every pending deposit of ``inbox``, ordered by ``(mtime_ns, name)``; missing
     dir → ``[]``.
 
     A name that vanishes between the listing and its stat (delivered meanwhile) is
-    skipped; an unreadable mtime counts as the epoch, like upstream.
+    skipped; an unreadable mtime counts as the epoch, like upstream. ``held``: a
+    descriptor of ``inbox`` itself the caller holds (its lock's), listed instead of the
+    path: the same directory, without walking the path again.
     """
     from pathlib import Path
 
     try:
-        names = os.listdir(inbox)
+        names = os.listdir(inbox if held is None else held)
     except FileNotFoundError:
         return []
     out: list[Pending] = []

@@ -84,24 +84,75 @@ def _owned_lock_texts(repo_git: Path, worktree: Path, agent_id: str) -> list[str
             *_ref_lock_texts(repo_git, agent_id)]
 
 
-def _worktree_lock_texts(repo_git: Path, worktree: Path, agent_id: str) -> list[str]:
+def _worktree_lock_texts(repo_git: Path, worktree: str | Path, agent_id: str) -> list[str]:
     """The worktree's lock files of :func:`owned_lock_files`, as text."""
     repo = os.fspath(repo_git)
-    name = require_agent_id(agent_id)
     try:
         text = _read_text(os.fspath(worktree) + "/.git")
     except (OSError, UnicodeDecodeError):
         text = ""
+    admin = f"{repo}/worktrees/{_admin_name(text, repo_git, worktree, agent_id)}/"
+    return [admin + lock for lock in WORKTREE_LOCKS]
+
+
+def _admin_name(text: str, repo_git: Path, worktree: str | Path, agent_id: str) -> str:
+    """The name of the worktree's admin directory under ``repo.git/worktrees/``, from the
+    text of its ``.git`` file (as :func:`worktree_admin_dir` reads it)."""
+    name = require_agent_id(agent_id)
     if text.startswith("gitdir: "):
         pointed = text[len("gitdir: ") :].strip()
         if "//" in pointed or "/./" in pointed or pointed.endswith(("/", "/.")):
-            name = worktree_admin_dir(repo_git, worktree, agent_id).name
+            name = worktree_admin_dir(repo_git, Path(worktree), agent_id).name
         else:
             parent, _, last = pointed.rpartition("/")
             if os.path.basename(parent) == "worktrees" and last not in ("", ".", ".."):
                 name = last
-    admin = f"{repo}/worktrees/{name}/"
-    return [admin + lock for lock in WORKTREE_LOCKS]
+    return name
+
+
+class LockLook:
+    """:func:`worktree_lock_exists` for every agent of a pass (the sweep's), from
+    descriptors of ``agents/`` and ``repo.git/worktrees/`` opened once: each ``.git``
+    pointer and lock file is reached by one path component from them rather than by
+    its whole path. Where a descriptor could not be opened the look takes the path.
+    The pass's directories are the workspace's own for the whole pass (R-WS-7)."""
+
+    def __init__(self, repo_git: Path, agents_root: str | Path) -> None:
+        self._repo_git = repo_git
+        self._agents_text = os.fspath(agents_root)
+        self._agents = _open_dir(self._agents_text)
+        self._admins = _open_dir(f"{os.fspath(repo_git)}/worktrees")
+
+    def exists(self, agent_id: str) -> bool:
+        """Is one of the worktree's lock files there (``index.lock``, ``HEAD.lock``)?"""
+        worktree = f"{self._agents_text}/{require_agent_id(agent_id)}"
+        if self._agents < 0 or self._admins < 0:
+            return worktree_lock_exists(self._repo_git, worktree, agent_id)
+        try:
+            text = _read_text(f"{agent_id}/.git", self._agents)
+        except (OSError, UnicodeDecodeError):
+            text = ""
+        name = _admin_name(text, self._repo_git, worktree, agent_id)
+        for lock in WORKTREE_LOCKS:
+            try:
+                os.stat(f"{name}/{lock}", dir_fd=self._admins)
+            except OSError:  # what ``os.path.exists`` answers False for
+                continue
+            return True
+        return False
+
+    def close(self) -> None:
+        for fd in (self._agents, self._admins):
+            if fd >= 0:
+                os.close(fd)
+        self._agents = self._admins = -1
+
+
+def _open_dir(path: str) -> int:
+    try:
+        return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return -1
 
 
 _MARK_KINDS = tuple(kind.value for kind in MarkKind)
@@ -116,7 +167,7 @@ def _ref_lock_texts(repo_git: Path, agent_id: str) -> list[str]:
     ]
 
 
-def worktree_lock_exists(repo_git: Path, worktree: Path, agent_id: str) -> bool:
+def worktree_lock_exists(repo_git: Path, worktree: str | Path, agent_id: str) -> bool:
     """R-WS-8's look at the worktree's two lock files alone (``index.lock``, ``HEAD.lock``):
     a git writing the worktree (a commit, a re-created worktree) holds one."""
     return any(map(os.path.exists, _worktree_lock_texts(repo_git, worktree, agent_id)))
@@ -128,14 +179,17 @@ def ref_lock_exists(repo_git: Path, agent_id: str) -> bool:
     return any(map(os.path.exists, _ref_lock_texts(repo_git, agent_id)))
 
 
-def _read_text(path: str) -> str:
+def _read_text(path: str, dir_fd: int | None = None) -> str:
     """The file's text as ``open(path, encoding="utf-8").read()`` gives it (universal
-    newlines), read with three system calls instead of a buffered file object's nine."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    newlines), read with three system calls instead of a buffered file object's nine
+    (``path`` relative to ``dir_fd`` when given)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC, dir_fd=dir_fd)
     try:
-        chunks = []
-        while chunk := os.read(fd, 1 << 16):
-            chunks.append(chunk)
+        chunks = [os.read(fd, 1 << 16)]
+        # a regular file's read comes back short only at its end (a `.git` pointer is a
+        # line): no second read to see the end, unless the first one filled the buffer
+        while len(chunks[-1]) == 1 << 16:
+            chunks.append(os.read(fd, 1 << 16))
     finally:
         os.close(fd)
     return b"".join(chunks).decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")

@@ -139,12 +139,15 @@ class InboxAt:
         return os.fspath(self.path)
 
 
+def _plain(name: str) -> bool:
+    """One path component, opened with ``openat`` from the inbox root's descriptor."""
+    return name not in ("", ".", "..") and "/" not in name and "\0" not in name
+
+
 def try_acquire(inbox: str | Path | InboxAt) -> ExecutorLock | None:
     """R-LOCK-1: create ``inbox`` if needed and take the lock; ``None`` iff it is busy."""
     fd = -1
-    if isinstance(inbox, InboxAt) and inbox.name not in ("", ".", "..") and not (
-        "/" in inbox.name or "\0" in inbox.name
-    ):
+    if isinstance(inbox, InboxAt) and _plain(inbox.name):
         try:
             fd = os.open(inbox.name, guarded.DIR_FLAGS, dir_fd=inbox.dir_fd)
         except OSError:
@@ -156,6 +159,32 @@ def try_acquire(inbox: str | Path | InboxAt) -> ExecutorLock | None:
             fd = guarded.walk_tail(inbox, 2, create=True).fd
         except OSError as exc:
             raise LockError(inbox, io_text(exc)) from None
+    return _flock(fd, inbox)
+
+
+def try_acquire_present(inbox: str | Path | InboxAt) -> tuple[bool, ExecutorLock | None]:
+    """R-LOCK-1 for a prober that creates nothing (the sweep, R-SCAN-6): ``(False, None)``
+    when ``inbox`` is not a directory (nobody can hold its lock), else ``(True,`` the answer
+    of :func:`try_acquire` ``)``. A directory reached by one ``openat`` from the caller's
+    descriptor is locked at once; anything else there takes the check and the full walk."""
+    if isinstance(inbox, InboxAt):
+        if _plain(inbox.name):
+            try:
+                fd = os.open(inbox.name, guarded.DIR_FLAGS, dir_fd=inbox.dir_fd)
+            except FileNotFoundError:
+                return False, None
+            except OSError:
+                fd = -1  # a link, not a directory: as below
+            if fd >= 0:
+                return True, _flock(fd, inbox.path)
+        inbox = inbox.path
+    if not os.path.isdir(inbox):
+        return False, None
+    return True, try_acquire(inbox)
+
+
+def _flock(fd: int, inbox: str | Path) -> ExecutorLock | None:
+    """Take the lock on ``fd`` (closed when the lock is busy or fails)."""
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:

@@ -12,7 +12,7 @@ whose output is collected (``gitrun``). Both go through here, with what
 - ``SIGPIPE`` and ``SIGXFSZ`` are back at their default action in the child
   (``restore_signals``): the interpreter ignores them, a child must not inherit that;
 - a program named without a ``/`` is searched on the ``PATH`` of the child's
-  environment, each directory in turn, the first error other than "not found" kept;
+  environment: the first executable regular file of that name;
 - :func:`run_captured` feeds the input and reads stdout and stderr together, so no
   pipe fills while another is waited on, and a child interrupted by an exception in
   the parent is killed and reaped before the exception goes on.
@@ -63,32 +63,34 @@ def spawn(
 
     An ``OSError`` is the exec's own (``FileNotFoundError`` for a program not found)."""
     closing = [(os.POSIX_SPAWN_CLOSE, fd) for fd in inherited_fds(*keep)]
-    every = [*actions, *closing]
-    program = argv[0]
+    path = _resolve(argv[0], env)
+    return os.posix_spawn(
+        path,
+        list(argv),
+        env,
+        file_actions=[*actions, *closing],
+        setsid=setsid,
+        setsigdef=(_SIGPIPE, _SIGXFSZ),
+    )
+
+
+def _resolve(program: str, env: Mapping[str, str]) -> str:
+    """``program`` itself when it names a path; else the first executable file of that name
+    in a directory of the environment's ``PATH`` (looked up here, so a failed try costs a
+    ``stat``, not a process). None found: ``FileNotFoundError`` naming the program."""
     if "/" in program:
-        candidates = [program]
-    else:
-        candidates = [os.path.join(d, program) for d in os.get_exec_path(dict(env))]
-    first: OSError | None = None
-    for path in candidates:
+        return program
+    import stat
+
+    for directory in os.get_exec_path(dict(env)):
+        path = os.path.join(directory, program)
         try:
-            return os.posix_spawn(
-                path,
-                list(argv),
-                env,
-                file_actions=every,
-                setsid=setsid,
-                setsigdef=(_SIGPIPE, _SIGXFSZ),
-            )
-        except (FileNotFoundError, NotADirectoryError) as exc:
-            if first is None and len(candidates) == 1:
-                first = exc
-        except OSError as exc:
-            if first is None:
-                first = exc
-    if first is None:
-        first = FileNotFoundError(2, "No such file or directory", program)
-    raise first
+            mode = os.stat(path).st_mode
+        except OSError:
+            continue
+        if stat.S_ISREG(mode) and os.access(path, os.X_OK):
+            return path
+    raise FileNotFoundError(2, "No such file or directory", program)
 
 
 def run_captured(

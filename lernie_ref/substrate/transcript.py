@@ -64,15 +64,23 @@ class Transcript:
     FIRST_CHUNK = 8
     """Sequences taken by the first step: a terminal response, its window and the one before."""
 
-    def __init__(self, worktree: Path) -> None:
-        where = worktree if isinstance(worktree, Path) else Path(worktree)
-        self.directory = where / MESSAGES_DIR
+    def __init__(self, worktree: str | Path) -> None:
+        self.worktree = worktree
+        self._directory: Path | None = None  # made when an entry or an error names it
         self._names: list[str] | None = None
         self._numbered: list[int] = []  # indices into _names of the names with a number
         self._seqs: list[int] = []  # their numbers, aligned with _numbered
         self._below: int | None = None  # every sequence >= this was handed out
         self._chunk = self.FIRST_CHUNK
         self._given: list[Entry[Path]] = []
+
+    @property
+    def directory(self) -> Path:
+        """``<worktree>/messages``."""
+        if self._directory is None:
+            where = self.worktree
+            self._directory = (where if isinstance(where, Path) else Path(where)) / MESSAGES_DIR
+        return self._directory
 
     def __iter__(self) -> Iterator[Entry[Path]]:
         done = 0
@@ -104,7 +112,7 @@ class Transcript:
         if self._names is not None:
             return self._names
         try:
-            names = os.listdir(self.directory)
+            names = os.listdir(f"{os.fspath(self.worktree)}/{MESSAGES_DIR}")
         except FileNotFoundError:
             names = []
         except OSError as exc:
@@ -238,7 +246,7 @@ def commit_subject(seq: int, origin: str, agent_id: str) -> str:
     return f"transcript {seq_text(seq)}: {origin} [{agent_id}]"
 
 
-def load(worktree: Path, listed: Transcript | None = None) -> list[Entry[Path]]:
+def load(worktree: str | Path, listed: Transcript | None = None) -> list[Entry[Path]]:
     """Every entry in ``messages/`` with its bytes, oldest first (by sequence, then name).
     Missing → ``[]``; an entry that cannot be read raises :class:`TranscriptError`.
 

@@ -129,6 +129,8 @@ class Workspace(Registry):
         self._repo_git = self.root / REPO_DIR
         self._inboxes: dict[str, Path] = {}  # per checked id: a pass asks several times
         self._worktrees: dict[str, Path] = {}
+        self._inbox_text = os.fspath(self._inbox_root)
+        self._agents_text = os.fspath(self._agents_root)
 
     def __repr__(self) -> str:
         return f"Workspace({str(self.root)!r})"
@@ -162,6 +164,15 @@ class Workspace(Registry):
         if path is None:
             path = self._worktrees[agent_id] = self._agents_root / require_agent_id(agent_id)
         return path
+
+    def inbox_text(self, agent_id: str) -> str:
+        """:meth:`inbox_dir` as text (``str`` of the same path), with no path object made:
+        the sweep asks once for every agent, and most need nothing more."""
+        return f"{self._inbox_text}/{require_agent_id(agent_id)}"
+
+    def worktree_text(self, agent_id: str) -> str:
+        """:meth:`worktree` as text, with no path object made (as :meth:`inbox_text`)."""
+        return f"{self._agents_text}/{require_agent_id(agent_id)}"
 
     def steps_dir(self, agent_id: str) -> Path:
         return self.steps_root / require_agent_id(agent_id)

@@ -119,16 +119,22 @@ def _tool_closes_window() -> contextlib.AbstractContextManager[None]:
 
 
 def _sweep_ignores_lock() -> contextlib.AbstractContextManager[None]:
-    real = sweep.try_acquire
+    real = sweep.try_acquire_present
 
     class Unheld:
+        """A descriptor of the inbox with no lock on it, taken for the held lock."""
+
+        def __init__(self, inbox: Any) -> None:
+            self.fd = os.open(os.fspath(inbox), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+
         def release(self) -> None:
-            pass
+            os.close(self.fd)
 
-    def try_acquire(inbox: Any) -> Any:
-        return real(inbox) or Unheld()
+    def try_acquire_present(inbox: Any) -> Any:
+        present, lock = real(inbox)
+        return present, (lock or Unheld(inbox)) if present else None
 
-    return _patched(sweep, "try_acquire", try_acquire)
+    return _patched(sweep, "try_acquire_present", try_acquire_present)
 
 
 def _skip_mark(kind: str) -> Callable[[], contextlib.AbstractContextManager[None]]:

@@ -288,3 +288,41 @@ def test_r_lock_3_a_released_lease_cannot_be_handed_on(tmp_path: Path) -> None:
     lock.release()
     with pytest.raises(LockError):
         lock.hand_off({})
+
+
+@pytest.mark.parametrize("from_descriptor", [True, False], ids=["openat", "path"])
+def test_r_scan_6_the_sweeps_probe_creates_nothing_and_reads_busy_and_free(
+    tmp_path: Path, from_descriptor: bool
+) -> None:
+    """R-SCAN-6 with R-LOCK-1: no directory is no holder (and none is made); a held lock
+    reads busy; a free one is taken; a link where the directory should be is the guarded
+    walk's error, as for every probe (R-WS-7)."""
+    from lernie_ref.core.errors import ContainmentError
+    from lernie_ref.substrate.lock import InboxAt, try_acquire_present
+
+    root = tmp_path / "inbox"
+    root.mkdir()
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+
+    def at(name: str) -> InboxAt | Path:
+        return InboxAt(fd, name, root / name) if from_descriptor else root / name
+
+    try:
+        assert try_acquire_present(at("A-1")) == (False, None)
+        assert not (root / "A-1").exists()
+        (root / "A-1").mkdir()
+        holder = try_acquire(root / "A-1")
+        assert holder is not None
+        assert try_acquire_present(at("A-1")) == (True, None)
+        holder.release()
+        present, lease = try_acquire_present(at("A-1"))
+        assert present and lease is not None and try_acquire(root / "A-1") is None
+        lease.release()
+        (tmp_path / "elsewhere").mkdir()
+        (root / "A-2").symlink_to(tmp_path / "elsewhere")
+        with pytest.raises(ContainmentError):
+            try_acquire_present(at("A-2"))
+        (root / "A-3").symlink_to(tmp_path / "missing")
+        assert try_acquire_present(at("A-3")) == (False, None)
+    finally:
+        os.close(fd)

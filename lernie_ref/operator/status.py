@@ -216,7 +216,7 @@ class _Background:
     value, or raises what it raised."""
 
     def __init__(self, read: Callable[[], list[LockLine] | None]) -> None:
-        import threading  # loaded with subprocess already
+        import threading  # the one thread of the status path
 
         self._read = read
         self._value: list[LockLine] | None = None

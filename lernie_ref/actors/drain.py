@@ -140,9 +140,18 @@ def deliver_actor(worktree: Path, agent_id: str, item: Pending, git: GitRunner) 
 
 
 def drain_actor(
-    ws: Workspace, agent_id: str, lock: ExecutorLock, git: GitRunner | None = None
+    ws: Workspace,
+    agent_id: str,
+    lock: ExecutorLock,
+    git: GitRunner | None = None,
+    *,
+    strays_recovered: bool = False,
 ) -> Actor[Delivery]:
     """R-DRAIN-1 to R-DRAIN-6 under ``lock`` (held by the caller for the whole drain).
+
+    ``strays_recovered``: the caller ran the stray recovery (R-DRAIN-2) on the present
+    worktree under this same lock and has committed everything it wrote since, so the
+    drain does not ask git again (unless it re-creates the worktree).
 
     Points: ``Point.DRAIN_LISTED``, ``Point.DRAIN_REMATERIALIZED``,
     ``Point.DRAIN_STRAY_COMMITTED``, then per deposit ``Point.DRAIN_RENAMED``,
@@ -160,7 +169,8 @@ def drain_actor(
             return Delivery(0, frozenset(), worktree_present=False)
         rematerialize(ws, agent_id)
         yield Passed(Point.DRAIN_REMATERIALIZED, agent_id)
-    stray = recover_strays(worktree, agent_id, runner)
+        strays_recovered = False
+    stray = not strays_recovered and recover_strays(worktree, agent_id, runner)
     if stray:
         yield Passed(Point.DRAIN_STRAY_COMMITTED, agent_id)
     plain: list[Pending] = []

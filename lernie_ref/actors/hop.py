@@ -159,7 +159,8 @@ def _drive(ws: Workspace, agent_id: str, lock: ExecutorLock, deps: HopDeps) -> A
     if removed:  # R-WS-8: before the holder's first git call
         notice(gitlocks.describe(ws.root, removed, agent_id))
     stray = resent = False
-    if ws.worktree_present(agent_id):
+    present = ws.worktree_present(agent_id)
+    if present:
         _repair_returned_mark(ws, agent_id)
         # R-DRAIN-2 before R-STEP-2: a model entry renamed but never committed is committed
         # alone first, so the settlement's tool commit never carries it (R-TR-3).
@@ -177,7 +178,8 @@ def _drive(ws: Workspace, agent_id: str, lock: ExecutorLock, deps: HopDeps) -> A
         # R-DRAIN-8: a final response whose reply never left goes out before the drain
         # delivers anything after it (then R-SCAN-9 could no longer see it).
         resent = yield from _send_lost_reply(ws, agent_id, deps)
-    delivery = yield from drain_actor(ws, agent_id, lock, ws.git)
+    # the strays were recovered above, and everything written since is committed
+    delivery = yield from drain_actor(ws, agent_id, lock, ws.git, strays_recovered=present)
     if not delivery.worktree_present:
         yield from release_actor(ws.root, agent_id, lock, delivery.seen, deps.launcher)
         return HopResult(Outcome.NOTHING_TO_DO)

@@ -38,7 +38,7 @@ import re
 import struct
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -306,40 +306,59 @@ def transcript_facts(entries: Sequence[tuple[str, object]], me: int,
     return last, answered, asked, owed, due, window
 
 
-def read_refs(git_dir: Path, prefixes: Sequence[str]) -> dict[str, str]:
+def read_refs(git_dir: Path | str, prefixes: Sequence[str]) -> dict[str, str]:
     """Refs under ``prefixes`` read from the repository's files (loose refs override
     ``packed-refs``), as git itself resolves them; no git process is run."""
     refs: dict[str, str] = {}
-    packed = git_dir / "packed-refs"
-    if packed.is_file():
-        for line in packed.read_text().splitlines():
+    top_dir = os.fspath(git_dir)
+    packed = os.path.join(top_dir, "packed-refs")
+    if os.path.isfile(packed):
+        with open(packed, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+        for line in lines:
             if line[:1] in ("#", "^") or " " not in line:
                 continue
             sha, _, name = line.partition(" ")
             if name.startswith(tuple(prefixes)):
                 refs[name] = sha
     for prefix in prefixes:
-        top = git_dir / prefix.rstrip("/")
-        for dirpath, _dirs, files in os.walk(top):
-            for f in files:
-                if f.endswith(".lock"):
-                    continue
-                path = Path(dirpath) / f
-                with contextlib.suppress(FileNotFoundError):
-                    sha = path.read_text().strip()
-                    if sha and not sha.startswith("ref:"):
-                        refs[path.relative_to(git_dir).as_posix()] = sha
+        _loose_refs(top_dir, prefix.rstrip("/"), refs)
     return refs
 
 
-def tracked_paths(worktree: Path) -> set[str]:
+def _loose_refs(git_dir: str, rel: str, refs: dict[str, str]) -> None:
+    """The loose refs below ``git_dir/rel`` (depth first, as ``os.walk`` goes) into ``refs``."""
+    try:
+        found = list(os.scandir(os.path.join(git_dir, rel)))
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    for item in found:
+        name = f"{rel}/{item.name}"
+        if item.is_dir():
+            if not item.is_symlink():  # as os.walk: a link to a directory is not entered
+                _loose_refs(git_dir, name, refs)
+            continue
+        if item.name.endswith(".lock"):
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            with open(item.path, encoding="utf-8") as f:
+                sha = f.read().strip()
+            if sha and not sha.startswith("ref:"):
+                refs[name] = sha
+
+
+def tracked_paths(worktree: Path | str) -> set[str]:
     """The paths in a worktree's git index, parsed from the index file (format 2/3);
     what `git ls-files` lists, without running git."""
-    dotgit = worktree / ".git"
-    gitdir = (Path(dotgit.read_text().split("gitdir:", 1)[1].strip()) if dotgit.is_file()
-              else dotgit)
+    dotgit = os.path.join(worktree, ".git")
+    if os.path.isfile(dotgit):
+        with open(dotgit, encoding="utf-8") as f:
+            gitdir = f.read().split("gitdir:", 1)[1].strip()
+    else:
+        gitdir = dotgit
     try:
-        data = (gitdir / "index").read_bytes()
+        with open(os.path.join(gitdir, "index"), "rb") as f:
+            data = f.read()
     except FileNotFoundError:
         return set()
     if data[:4] != b"DIRC":
@@ -362,11 +381,42 @@ def tracked_paths(worktree: Path) -> set[str]:
     return out
 
 
+def _listing(d: str) -> list[str]:
+    """The names in directory ``d`` (none when it is missing or not a directory)."""
+    try:
+        return os.listdir(d)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _published_results(texts: Iterable[str]) -> set[tuple[str, str]]:
+    """(author, terminal_ref) of every result among ``texts`` (every deposit and delivered
+    entry, pending or delivered anywhere)."""
+    out: set[tuple[str, str]] = set()
+    for text in texts:
+        m = FRONTMATTER.match(text)
+        if not m:
+            continue
+        head = dict(line.partition(": ")[::2] for line in m.group(1).split("\n"))
+        if "terminal_ref" in head:
+            out.add((head.get("from", ""), head["terminal_ref"]))
+    return out
+
+
 class World:
     """One real workspace, its actors, and the set of model states consistent with it."""
 
     def __init__(self, root: Path) -> None:
         self.ws: Workspace = create_workspace(root / "ws")
+        # The harness owns this workspace: git's automatic maintenance, a second git
+        # process after every commit that finds nothing to do in a repository this small,
+        # is switched off (no rule of the protocol involves it; a real workspace keeps it).
+        self.ws.git.run(self.ws.repo_git, ["config", "maintenance.auto", "false"])
         self.clock = Ticking()
         self.launcher = RecordingLauncher()
         self.model = ChoiceModel()
@@ -383,6 +433,7 @@ class World:
         self.models: list[tuple[State, tuple[int, ...]]] = [(M.initial(SCOPE), ())]
         self.trace: list[str] = []  # the implementation's points, swimlane rows
         self.replies = 0
+        self._dirs: dict[str, tuple[str, str, str]] = {}
 
     # -------------------------------------------------------------- ids
 
@@ -410,12 +461,33 @@ class World:
 
     # -------------------------------------------------------------- the view
 
+    def _dirs_of(self, aid: str) -> tuple[str, str, str]:
+        """The agent's inbox, worktree and ``messages/`` paths (as text: the view reads
+        them at every point)."""
+        dirs = self._dirs.get(aid)
+        if dirs is None:
+            wt = os.fspath(self.ws.worktree(aid))
+            dirs = self._dirs[aid] = (os.fspath(self.ws.root / INBOX_DIR / aid), wt,
+                                      os.path.join(wt, MESSAGES_DIR))
+        return dirs
+
     def real_view(self) -> View:
-        ws = self.ws
-        refs = read_refs(ws.repo_git, (AGENT_REF_PREFIX, MARK_REF_PREFIX))
+        refs = read_refs(self.ws.repo_git, (AGENT_REF_PREFIX, MARK_REF_PREFIX))
         self._adopt_new_agents(refs)
         unstarted = [a for _, a in self.launcher.launches[self.started:]]
-        published = self._published_results()
+        # Every directory the view reads is listed once, and every deposit or delivered
+        # entry (a non-dot ``.md``) in them read once, per view.
+        listed: dict[str, list[str]] = {}
+        md: dict[str, str] = {}
+        for aid in self.ids:
+            if aid:
+                inbox, _, msgs = self._dirs_of(aid)
+                for d in (inbox, msgs):
+                    names = listed[d] = _listing(d)
+                    for name in names:
+                        if name.endswith(".md") and not name.startswith("."):
+                            md[f"{d}/{name}"] = _read(f"{d}/{name}").decode("utf-8", "replace")
+        published = _published_results(md.values())
         views = []
         for a, aid in enumerate(self.ids):
             if aid is None or AGENT_REF_PREFIX + aid not in refs:
@@ -426,37 +498,30 @@ class World:
                 views.append(AgentView(root, (), NOBODY, False, False, False, False, "closed",
                                        (), False, False, 0, frozenset(), False, False))
                 continue
-            inbox = ws.root / INBOX_DIR / aid
+            inbox, wt, msgs = self._dirs_of(aid)
             pend: list[tuple[int, str]] = []
-            if inbox.is_dir():
-                for name in os.listdir(inbox):
-                    m = DEPOSIT_NAME.match(name)
-                    if m and not name.startswith("."):
-                        text = (inbox / name).read_bytes().decode("utf-8", "replace")
-                        pend.append((self.index(m.group(1)), kind_of(text)))
-            wt = ws.worktree(aid)
-            files = sorted(os.listdir(wt / MESSAGES_DIR)) if (wt / MESSAGES_DIR).is_dir() else []
+            for name in listed[inbox]:
+                m = DEPOSIT_NAME.match(name)
+                if m and not name.startswith("."):
+                    pend.append((self.index(m.group(1)), kind_of(md[f"{inbox}/{name}"])))
             tracked = tracked_paths(wt)
             entries: list[tuple[str, object]] = []
             uncommitted: list[tuple[int, str]] = []
             stray_final = stray_step = False
-            for name in sorted(files, key=lambda n: int(ENTRY_NAME.match(n).group(1))  # type: ignore[union-attr]
-                               if ENTRY_NAME.match(n) else 0):
-                m = ENTRY_NAME.match(name)
-                if not m:
-                    continue
-                data = (wt / MESSAGES_DIR / name).read_bytes()
+            named = sorted((int(m.group(1)), name, m) for name in listed[msgs]
+                           if (m := ENTRY_NAME.match(name)))
+            for _, name, m in named:
                 committed = f"{MESSAGES_DIR}/{name}" in tracked
                 if m.group(3) == "md":
-                    d = (self.index(m.group(2)), kind_of(data.decode("utf-8", "replace")))
-                    entries.append(("delivered", d))
+                    fact = (self.index(m.group(2)), kind_of(md[f"{msgs}/{name}"]))
+                    entries.append(("delivered", fact))
                     if not committed:
-                        uncommitted.append(d)
+                        uncommitted.append(fact)
                 elif m.group(2) == TOOL_ORIGIN:
                     entries.append(("tool", None))
                     stray_step |= not committed
                 else:
-                    blocks = json.loads(data)
+                    blocks = json.loads(_read(f"{msgs}/{name}"))
                     blocks = blocks.get("content", blocks) if isinstance(blocks, dict) else blocks
                     uses = sum(1 for b in blocks if isinstance(b, dict)
                                and b.get("type") == "tool_use")
@@ -482,26 +547,7 @@ class World:
                 unstarted.count(aid), self._holders(inbox), stray_final, stray_step))
         return tuple(views)
 
-    def _published_results(self) -> set[tuple[str, str]]:
-        """(author, terminal_ref) of every result file pending or delivered anywhere."""
-        out: set[tuple[str, str]] = set()
-        dirs = [self.ws.root / INBOX_DIR / aid for aid in self.ids if aid]
-        dirs += [self.ws.worktree(aid) / MESSAGES_DIR for aid in self.ids if aid]
-        for d in dirs:
-            if not d.is_dir():
-                continue
-            for name in os.listdir(d):
-                if name.startswith(".") or not name.endswith(".md"):
-                    continue
-                m = FRONTMATTER.match((d / name).read_bytes().decode("utf-8", "replace"))
-                if not m:
-                    continue
-                head = dict(line.partition(": ")[::2] for line in m.group(1).split("\n"))
-                if "terminal_ref" in head:
-                    out.add((head.get("from", ""), head["terminal_ref"]))
-        return out
-
-    def _holders(self, inbox: Path) -> frozenset[object]:
+    def _holders(self, inbox: str) -> frozenset[object]:
         """Who holds the executor lock, read from the kernel: a fresh description's
         try-lock tells whether it is held, descriptor ownership by whom."""
         try:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 
+from lernie_ref.core.record import field, record
 from lernie_ref.core.warrant import Warrant
 
 
@@ -52,33 +53,12 @@ def obituary_owed(condition: Condition, parent: str | None, returned: str | None
     return condition is Condition.DIED_MID_WORK and parent is not None and returned != tip
 
 
+@record(frozen=True)
 class UnsentReply:
-    """R-SCAN-9: a final response committed at the tip whose deposit never landed.
-
-    A plain immutable record (``dataclasses`` stays off the scan path, R-CLI-5)."""
-
-    __slots__ = ("recipient", "response")
+    """R-SCAN-9: a final response committed at the tip whose deposit never landed."""
 
     recipient: str
     response: str | None
-
-    def __init__(self, recipient: str, response: str | None) -> None:
-        object.__setattr__(self, "recipient", recipient)
-        object.__setattr__(self, "response", response)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r} of an unsent reply")
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, UnsentReply):
-            return NotImplemented
-        return (self.recipient, self.response) == (other.recipient, other.response)
-
-    def __hash__(self) -> int:
-        return hash((self.recipient, self.response))
-
-    def __repr__(self) -> str:
-        return f"UnsentReply(recipient={self.recipient!r}, response={self.response!r})"
 
 
 def reply_may_be_unsent(
@@ -132,6 +112,7 @@ def guard_allows(count: int) -> bool:
     return count < REVIVE_LIMIT
 
 
+@record
 class ScanReport:
     """One pass's outcome; lists are in pass order (R-SCAN-3).
 
@@ -141,46 +122,15 @@ class ScanReport:
     crash-loop guard keeps down (R-SCAN-10).
     """
 
-    FIELDS = (
-        "silent_deaths", "swept", "resent", "launched", "busy", "debris", "driven",
-        "revived", "given_up",
-    )
-
-    def __init__(
-        self,
-        silent_deaths: list[str] | None = None,
-        swept: list[str] | None = None,
-        resent: list[tuple[str, str]] | None = None,
-        launched: list[str] | None = None,
-        busy: list[str] | None = None,
-        debris: list[str] | None = None,
-        driven: list[str] | None = None,
-        revived: list[str] | None = None,
-        given_up: list[str] | None = None,
-    ) -> None:
-        self.silent_deaths: list[str] = [] if silent_deaths is None else silent_deaths
-        self.swept: list[str] = [] if swept is None else swept
-        self.resent: list[tuple[str, str]] = [] if resent is None else resent
-        self.launched: list[str] = [] if launched is None else launched
-        self.busy: list[str] = [] if busy is None else busy
-        self.debris: list[str] = [] if debris is None else debris
-        self.driven: list[str] = [] if driven is None else driven
-        self.revived: list[str] = [] if revived is None else revived
-        self.given_up: list[str] = [] if given_up is None else given_up
-
-    def _values(self) -> tuple[object, ...]:
-        return tuple(getattr(self, name) for name in self.FIELDS)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ScanReport):
-            return NotImplemented
-        return self._values() == other._values()
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, as the lists are
-
-    def __repr__(self) -> str:
-        inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.FIELDS)
-        return f"ScanReport({inner})"
+    silent_deaths: list[str] = field(default_factory=list)
+    swept: list[str] = field(default_factory=list)
+    resent: list[tuple[str, str]] = field(default_factory=list)
+    launched: list[str] = field(default_factory=list)
+    busy: list[str] = field(default_factory=list)
+    debris: list[str] = field(default_factory=list)
+    driven: list[str] = field(default_factory=list)
+    revived: list[str] = field(default_factory=list)
+    given_up: list[str] = field(default_factory=list)
 
     def line(self) -> str:
         """R-SCAN-3: upstream's report line, byte for byte."""

@@ -62,7 +62,7 @@ def run(v: Variant, scopes: tuple[NamedScope, ...] = DEFAULT, quiet: bool = Fals
                 print(f"  {v.name} / {ns.name}: {n} states, {n / t:,.0f} states/s",
                       file=sys.stderr, flush=True)
 
-        want = (v.expected - found.keys()) or None if v.expected else None
+        want = frozenset(v.expected - found.keys()) or None if v.expected else None
         r = explore(v.profile, ns.scope, want=want, progress=tick)
         states += r.states
         edges += r.edges

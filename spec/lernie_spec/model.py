@@ -179,6 +179,11 @@ class Ghost(Generic[T]):
     def __repr__(self) -> str:
         return f"Ghost({self.value!r})"
 
+    def __reduce__(self) -> tuple[type[Ghost[T]], tuple[T]]:
+        """Pickled by value: a worker of `lernie-check --jobs` sends its traces back
+        (the compiled model's class has no default pickling)."""
+        return (Ghost, (self.value,))
+
 
 class EntryKind(_Enum):
     DELIVERED = "delivered"  # a `.md` entry: a delivered deposit

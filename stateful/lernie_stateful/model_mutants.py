@@ -214,7 +214,7 @@ def run_one(m: Mutant, worlds: tuple[str, ...] = ()) -> Outcome:
     with tempfile.TemporaryDirectory() as tmp:
         pkg = "lernie_spec_" + m.name.replace("-", "_")
         dst = Path(tmp) / pkg
-        shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__", "*.so"))
         for f in dst.glob("*.py"):
             text = f.read_text(encoding="utf-8").replace("lernie_spec.", pkg + ".")
             if f.name == "model.py":

@@ -24,7 +24,15 @@ from typing import NamedTuple
 from lernie_spec.explore import Violation, explore
 from lernie_spec.properties import INVARIANTS
 from lernie_spec.trace import as_json, mermaid, swimlane
-from lernie_spec.variants import BY_NAME, DEFAULT, SCOPES, VARIANTS, NamedScope, Variant
+from lernie_spec.variants import (
+    BY_NAME,
+    DEFAULT,
+    SCOPES,
+    VARIANTS,
+    NamedScope,
+    Variant,
+    largest_first,
+)
 
 
 class Outcome(NamedTuple):
@@ -97,7 +105,7 @@ def run_all(vs: list[Variant], scopes: tuple[NamedScope, ...] = DEFAULT, quiet: 
             jobs: int = 1) -> list[Outcome]:
     """`run` for each variant, spread over `jobs` processes. A variant expected
     to hold must exhaust every world, so it is split into one task per world
-    (the largest, listed last, start first); a variant expected to fail runs
+    (the largest start first, `largest_first`); a variant expected to fail runs
     its worlds in order in one task, stopping as `run` does. The result is the
     same as running them one by one: the worlds' findings merge in scope order."""
     if jobs <= 1:
@@ -106,8 +114,9 @@ def run_all(vs: list[Variant], scopes: tuple[NamedScope, ...] = DEFAULT, quiet: 
         futures: list[list[Future[Outcome]]] = [[] for _ in vs]
         for k, v in enumerate(vs):
             if not v.expected:
-                futures[k] = [pool.submit(_run_quiet, v, (ns,)) for ns in reversed(scopes)]
-                futures[k].reverse()
+                started = {ns.name: pool.submit(_run_quiet, v, (ns,))
+                           for ns in largest_first(scopes)}
+                futures[k] = [started[ns.name] for ns in scopes]
         for k, v in enumerate(vs):
             if v.expected:
                 futures[k] = [pool.submit(_run_quiet, v, scopes)]

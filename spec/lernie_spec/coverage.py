@@ -23,7 +23,7 @@ from lernie_spec import model
 from lernie_spec.explore import Result, explore
 from lernie_spec.model import USER, Action, Profile, Scope, State, Step
 from lernie_spec.properties import last_prompter, reply
-from lernie_spec.variants import DEFAULT, NamedScope
+from lernie_spec.variants import DEFAULT, NamedScope, largest_first
 
 CASES = ("operator", "parent", "sibling", "own child", "grandchild")
 
@@ -82,11 +82,12 @@ def measure(worlds: tuple[NamedScope, ...] = DEFAULT, liveness: bool = False,
             jobs: int = 1) -> Coverage:
     """Explore each world under the reference, counting rules and addressing
     cases; with `liveness`, each run also checks I-13. With `jobs` > 1 the
-    worlds are explored in that many processes (the largest, listed last,
-    first) and their counts added up."""
+    worlds are explored in that many processes (the largest first) and their
+    counts added up."""
     if jobs > 1 and len(worlds) > 1:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futs = {ns.name: pool.submit(_measure_world, ns, liveness) for ns in reversed(worlds)}
+            futs = {ns.name: pool.submit(_measure_world, ns, liveness)
+                    for ns in largest_first(worlds)}
             parts = [futs[ns.name].result() for ns in worlds]
     else:
         parts = [_measure_world(ns, liveness) for ns in worlds]

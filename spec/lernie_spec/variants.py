@@ -63,6 +63,13 @@ class NamedScope(NamedTuple):
     name: str
     scope: Scope
     summary: str
+    size: int = 0  # the reference's states in this world: `--jobs` starts the largest first
+
+
+def largest_first(worlds: tuple[NamedScope, ...]) -> list[NamedScope]:
+    """The order in which a pool of workers is given the worlds: by `size`, largest
+    first (ties in scope order), so no large world starts last and runs alone."""
+    return sorted(worlds, key=lambda ns: -ns.size)
 
 
 _TREE = (NOBODY, 0)  # P (root, exists) and C (its child, made by dispatch)
@@ -74,31 +81,39 @@ _TREE = (NOBODY, 0)  # P (root, exists) and C (its child, made by dispatch)
 DEFAULT: tuple[NamedScope, ...] = (
     NamedScope("races", Scope(_TREE, (True, False), messages=2, advances=1, stops=0,
                               scans=0, crashes=1, tools=0, sends=0, exhaust=0, max_procs=3),
-               "root P: two operator messages, one hand-run advance, one crash, 3 processes"),
+               "root P: two operator messages, one hand-run advance, one crash, 3 processes",
+               size=2869),
     NamedScope("faults", Scope(_TREE, (True, True), messages=1, advances=0, stops=1,
                                scans=1, crashes=1, tools=1, sends=0, exhaust=1, max_procs=2),
-               "P and C exist: one message, a tool step, a stop, a scan, a crash, a budget"),
+               "P and C exist: one message, a tool step, a stop, a scan, a crash, a budget",
+               size=6350),
     NamedScope("two-scans", Scope(_TREE, (True, True), messages=1, advances=0, stops=0,
                                   scans=2, crashes=2, tools=1, sends=0, exhaust=0, max_procs=2),
-               "P and C exist: one message, a tool step, two crashes, two scans"),
+               "P and C exist: one message, a tool step, two crashes, two scans",
+               size=13847),
     NamedScope("exchange", Scope(_TREE, (True, False), messages=1, advances=0, stops=0,
                                  scans=0, crashes=0, tools=0, sends=2, exhaust=0, max_procs=2),
-               "P and its child C: one operator message, two model sends (dispatch, message)"),
+               "P and its child C: one operator message, two model sends (dispatch, message)",
+               size=11162),
     NamedScope("dispatch", Scope(_TREE, (True, False), messages=1, advances=0, stops=1,
                                  scans=1, crashes=1, tools=0, sends=1, exhaust=1, max_procs=2),
-               "P dispatches C: a stop, a scan, a crash and a budget exhaustion race the child"),
+               "P dispatches C: a stop, a scan, a crash and a budget exhaustion race the child",
+               size=60202),
     NamedScope("lineage", Scope((NOBODY, 0, 1), (True, True, True), messages=1, advances=0,
                                 stops=0, scans=0, crashes=0, tools=0, sends=1, exhaust=0,
                                 max_procs=2),
-               "P, its child C and grandchild G exist: one message, one model send"),
+               "P, its child C and grandchild G exist: one message, one model send",
+               size=4611),
     NamedScope("tools-and-sends", Scope(_TREE, (True, False), messages=1, advances=0, stops=0,
                                         scans=0, crashes=0, tools=1, sends=2, exhaust=0,
                                         max_procs=2, errors=1),
-               "P and its child C: one message, a tool step, two sends, a failing model call"),
+               "P and its child C: one message, a tool step, two sends, a failing model call",
+               size=50825),
     NamedScope("siblings", Scope((NOBODY, 0, 0), (True, True, True), messages=1, advances=0,
                                  stops=0, scans=1, crashes=1, tools=0, sends=1, exhaust=0,
                                  max_procs=2, message_to=(1,)),
-               "P with children C and S: the operator messages C; a send, a scan, a crash"),
+               "P with children C and S: the operator messages C; a send, a scan, a crash",
+               size=41067),
 )
 
 # Worlds beyond the default, for `lernie-check --scope NAME`.

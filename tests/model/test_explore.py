@@ -32,6 +32,8 @@ def test_i_1_to_i_19_reference_holds_in_each_default_scope(
     assert r.complete
     assert r.violations == {}
     assert r.states > 1000  # the scope is not trivially small
+    # the pool's scheduling hint (`largest_first`) is this world's real size
+    assert scope.size == r.states
 
 
 @pytest.mark.parametrize("variant", [v for v in VARIANTS if v.expected], ids=lambda v: v.name)

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import gc
 import time
-from array import array
 from collections import deque
 from collections.abc import Callable
 from typing import NamedTuple
@@ -142,11 +141,11 @@ def _explore(
     init = initial(scope)
     index: dict[State, int] = {init: 0}
     states: list[State] = [init]
-    parent = array("l", [-1])
+    parent: list[int] = [-1]
     via: list[Step | None] = [None]
-    depth = array("l", [0])
-    src = array("l")
-    dst = array("l")
+    depth: list[int] = [0]
+    src: list[int] = []
+    dst: list[int] = []
     found: dict[str, Violation] = {}
     edges = 0
 
@@ -220,17 +219,17 @@ def _explore(
 
 
 def _find_lasso(
-    n: int, src: array[int], dst: array[int], depth: array[int]
+    n: int, src: list[int], dst: list[int], depth: list[int]
 ) -> tuple[int, list[int]] | None:
     """The shallowest node on a cycle of the graph and a shortest cycle through it."""
     # CSR adjacency
-    start = array("l", [0] * (n + 1))
+    start = [0] * (n + 1)
     for s in src:
         start[s + 1] += 1
     for v in range(n):
         start[v + 1] += start[v]
-    fill = array("l", start[:n])
-    adj = array("l", [0] * len(src))
+    fill = start[:n]
+    adj = [0] * len(src)
     for s, d in zip(src, dst, strict=True):
         adj[fill[s]] = d
         fill[s] += 1
@@ -267,11 +266,11 @@ def _find_lasso(
     return None
 
 
-def _tarjan(n: int, start: array[int], adj: array[int]) -> array[int]:
+def _tarjan(n: int, start: list[int], adj: list[int]) -> list[int]:
     """Iterative Tarjan: the strongly connected component of every node."""
-    index = array("l", [-1] * n)
-    low = array("l", [0] * n)
-    comp = array("l", [-1] * n)
+    index = [-1] * n
+    low = [0] * n
+    comp = [-1] * n
     onstack = bytearray(n)
     stack: list[int] = []
     counter = 0

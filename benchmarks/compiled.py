@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,8 +48,11 @@ def missing() -> str | None:
     return None
 
 
-def build(dest: Path) -> Path:
-    """Build the compiled wheel and unpack it into ``dest``; return ``dest``."""
+def build(dest: Path, edit: Callable[[Path], None] | None = None) -> Path:
+    """Build the compiled wheel and unpack it into ``dest``; return ``dest``.
+
+    ``edit``: called with the copied sources' root before the build (a test plants a
+    mutant in the copy this way; the checkout is never touched)."""
     why = missing()
     if why is not None:
         raise NotBuildable(why)
@@ -62,6 +66,8 @@ def build(dest: Path) -> Path:
                 shutil.copytree(path, src / name, ignore=skip)
             else:
                 shutil.copy2(path, src / name)
+        if edit is not None:
+            edit(src)
         wheels = Path(tmp) / "wheels"
         env = {**os.environ, "LERNIE_SPEC_COMPILE": "1"}
         done = subprocess.run(

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lernie_stateful.model_mutants import CATALOGUE, apply
 
 from benchmarks import compiled
 
@@ -67,3 +68,24 @@ def test_i_all_compiled_traces_match_the_interpreted_model(
     fast = _check(["--trace", "--json"], compiled.environment(compiled_dir), tmp_path)
     assert '"steps"' in interpreted  # some variant has a counterexample to compare
     assert fast == interpreted
+
+
+@pytest.mark.slow
+def test_a_compiled_mutant_is_told_apart(tmp_path: Path) -> None:
+    why = compiled.missing()
+    if why is not None:
+        pytest.skip(f"the compiled model cannot be built here: {why}")
+    (mutant,) = [m for m in CATALOGUE if m.name == "always-in-debt"]
+
+    def plant(src: Path) -> None:
+        model = src / "spec" / "lernie_spec" / "model.py"
+        model.write_text(apply(mutant, model.read_text(encoding="utf-8")), encoding="utf-8")
+
+    built = compiled.build(tmp_path / "mutant", edit=plant)
+    args = ["--json", "--variant", "reference"]
+    interpreted = _without_seconds(_check(args, None, tmp_path))
+    done = subprocess.run([sys.executable, "-m", "lernie_spec.check", *args],
+                          env=compiled.environment(built), cwd=tmp_path, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 1  # the reference no longer holds
+    assert _without_seconds(done.stdout) != interpreted

@@ -138,7 +138,15 @@ __all__ = [  # the pure decisions live in lernie_ref.core.sweep; re-exported her
 
 
 def mark_value(ws: Workspace, kind: str, agent: str) -> str | None:
-    """The sha of ``refs/lernie/<kind>/<agent>``, or ``None`` when there is no such mark."""
+    """The commit ``refs/lernie/<kind>/<agent>`` names (``rev-parse --verify --quiet
+    <mark>^{commit}``), or ``None`` when there is no such mark (or it names no commit).
+
+    Read from the ref files and the loose object's type when they answer plainly
+    (:meth:`~lernie_ref.substrate.refsnap.RefFiles.commit_of`), else asked of git."""
+    if is_agent_id(agent):
+        known, value = ws.ref_files.commit_of(f"{MARK_REF_PREFIX}{kind}/{agent}")
+        if known:
+            return value
     result = ws.git.run(
         ws.repo_git,
         ["rev-parse", "--verify", "--quiet", f"{MARK_REF_PREFIX}{kind}/{agent}^{{commit}}"],
@@ -236,6 +244,9 @@ class Refs:
             info = self._facts.info(tip)
             if info is not None:
                 return info.subject
+        subject = self._ws.ref_files.subject(tip)  # a loose commit's plain one-line subject
+        if subject is not None:
+            return subject
         return self._ws.git.run(self._ws.repo_git, ["log", "-1", "--format=%s", tip]).stdout
 
 
@@ -340,7 +351,7 @@ def unsent_reply(
     ws: Workspace,
     agent: str,
     tip: str,
-    registry: frozenset[str],
+    registry: frozenset[str] | Callable[[], frozenset[str]],
     refs: Refs | None = None,
     listed: Transcript | None = None,
 ) -> UnsentReply | None:
@@ -351,6 +362,9 @@ def unsent_reply(
     left to the next hop's stray recovery); a reply is owed to a registered agent
     (R-ADDR-3, R-DEBT-4); and no result from ``agent`` carrying the tip is pending for,
     or delivered to, that agent (a deposit whose mark was lost is not sent twice).
+
+    ``registry``: the registered agents, or how to read them (read only when a recipient
+    is named: most calls end before that).
     """
     refs = refs or Refs(ws, agent)
     returned = refs.mark(MarkKind.RETURNED)
@@ -365,9 +379,13 @@ def unsent_reply(
     if not reply_may_be_unsent(returned, tip, True, own_commit):
         return None
     to = recipient(worktree, agent, Epitaph.FINAL_RESPONSE)
-    registered = to is not None and to in registry
-    on_disk = registered and to is not None and _result_on_disk(ws, to, agent, tip)
-    if to is None or not reply_owed_to(to, registry, on_disk):
+    if to is None:
+        return None
+    if callable(registry):
+        registry = registry()
+    registered = to in registry
+    on_disk = registered and _result_on_disk(ws, to, agent, tip)
+    if not reply_owed_to(to, registry, on_disk):
         return None
     return UnsentReply(to, text_of(entry_blocks(read_bytes(newest))))
 

@@ -183,8 +183,9 @@ class Refs:
 
     With ``oids`` (a call of :meth:`RefOids.confirm` under the lock, made when a decision
     first asks for a ref: a hold that needs none reads none) a mark's commit and the tip's
-    subject come from ``facts`` (read once per pass, when first needed), and from git for
-    an object id the facts do not cover.
+    subject come from the loose objects where they answer plainly (R-WS-5), else from
+    ``facts`` (read once per pass, when first needed), and from git for an object id the
+    facts do not cover.
     """
 
     def __init__(
@@ -224,6 +225,11 @@ class Refs:
                 oid = oids.mark(kind)
                 if oid is None:  # no such ref: what rev-parse answers too
                     return None
+                held = self._ws.ref_files.object_kind(oid)  # a loose object's type
+                if held == "commit":
+                    return oid
+                if held in ("tree", "blob"):
+                    return None
                 if self._facts is not None:
                     plain, value = self._facts.commit(oid)
                     if plain:
@@ -239,14 +245,14 @@ class Refs:
         """The subject of commit ``tip`` (``git log -1 --format=%s``)."""
         if self._confirmed is not None and self._confirmed.tip == tip:
             return self._confirmed.subject
+        subject = self._ws.ref_files.subject(tip)  # a loose commit's plain one-line subject
+        if subject is not None:
+            return subject
         oids = self._confirmed_oids()
         if oids is not None and oids.tip == tip and self._facts is not None:
             info = self._facts.info(tip)
             if info is not None:
                 return info.subject
-        subject = self._ws.ref_files.subject(tip)  # a loose commit's plain one-line subject
-        if subject is not None:
-            return subject
         return self._ws.git.run(self._ws.repo_git, ["log", "-1", "--format=%s", tip]).stdout
 
 

@@ -138,7 +138,15 @@ __all__ = [  # the pure decisions live in lernie_ref.core.sweep; re-exported her
 
 
 def mark_value(ws: Workspace, kind: str, agent: str) -> str | None:
-    """The sha of ``refs/lernie/<kind>/<agent>``, or ``None`` when there is no such mark."""
+    """The commit ``refs/lernie/<kind>/<agent>`` names (``rev-parse --verify --quiet
+    <mark>^{commit}``), or ``None`` when there is no such mark (or it names no commit).
+
+    Read from the ref files and the loose object's type when they answer plainly
+    (:meth:`~lernie_ref.substrate.refsnap.RefFiles.commit_of`), else asked of git."""
+    if is_agent_id(agent):
+        known, value = ws.ref_files.commit_of(f"{MARK_REF_PREFIX}{kind}/{agent}")
+        if known:
+            return value
     result = ws.git.run(
         ws.repo_git,
         ["rev-parse", "--verify", "--quiet", f"{MARK_REF_PREFIX}{kind}/{agent}^{{commit}}"],
@@ -175,8 +183,9 @@ class Refs:
 
     With ``oids`` (a call of :meth:`RefOids.confirm` under the lock, made when a decision
     first asks for a ref: a hold that needs none reads none) a mark's commit and the tip's
-    subject come from ``facts`` (read once per pass, when first needed), and from git for
-    an object id the facts do not cover.
+    subject come from the loose objects where they answer plainly (R-WS-5), else from
+    ``facts`` (read once per pass, when first needed), and from git for an object id the
+    facts do not cover.
     """
 
     def __init__(
@@ -216,6 +225,11 @@ class Refs:
                 oid = oids.mark(kind)
                 if oid is None:  # no such ref: what rev-parse answers too
                     return None
+                held = self._ws.ref_files.object_kind(oid)  # a loose object's type
+                if held == "commit":
+                    return oid
+                if held in ("tree", "blob"):
+                    return None
                 if self._facts is not None:
                     plain, value = self._facts.commit(oid)
                     if plain:
@@ -231,6 +245,9 @@ class Refs:
         """The subject of commit ``tip`` (``git log -1 --format=%s``)."""
         if self._confirmed is not None and self._confirmed.tip == tip:
             return self._confirmed.subject
+        subject = self._ws.ref_files.subject(tip)  # a loose commit's plain one-line subject
+        if subject is not None:
+            return subject
         oids = self._confirmed_oids()
         if oids is not None and oids.tip == tip and self._facts is not None:
             info = self._facts.info(tip)
@@ -340,7 +357,7 @@ def unsent_reply(
     ws: Workspace,
     agent: str,
     tip: str,
-    registry: frozenset[str],
+    registry: frozenset[str] | Callable[[], frozenset[str]],
     refs: Refs | None = None,
     listed: Transcript | None = None,
 ) -> UnsentReply | None:
@@ -351,6 +368,9 @@ def unsent_reply(
     left to the next hop's stray recovery); a reply is owed to a registered agent
     (R-ADDR-3, R-DEBT-4); and no result from ``agent`` carrying the tip is pending for,
     or delivered to, that agent (a deposit whose mark was lost is not sent twice).
+
+    ``registry``: the registered agents, or how to read them (read only when a recipient
+    is named: most calls end before that).
     """
     refs = refs or Refs(ws, agent)
     returned = refs.mark(MarkKind.RETURNED)
@@ -365,9 +385,13 @@ def unsent_reply(
     if not reply_may_be_unsent(returned, tip, True, own_commit):
         return None
     to = recipient(worktree, agent, Epitaph.FINAL_RESPONSE)
-    registered = to is not None and to in registry
-    on_disk = registered and to is not None and _result_on_disk(ws, to, agent, tip)
-    if to is None or not reply_owed_to(to, registry, on_disk):
+    if to is None:
+        return None
+    if callable(registry):
+        registry = registry()
+    registered = to in registry
+    on_disk = registered and _result_on_disk(ws, to, agent, tip)
+    if not reply_owed_to(to, registry, on_disk):
         return None
     return UnsentReply(to, text_of(entry_blocks(read_bytes(newest))))
 

@@ -24,6 +24,13 @@ to, its subject) and is read once, the first time a pass needs any of it: an age
 no mark and no terminal response needs none. Facts about an object id never change, so
 they are valid whenever they were read; which object a ref holds is what the sweep
 confirms under the lock.
+
+A hop reads one agent's tip and marks, and sometimes the tip's subject, with no
+snapshot to confirm: :meth:`RefFiles.resolve` (git's lookup order over the ref files),
+:meth:`RefFiles.commit_of` (a mark peeled to its commit, typed from the loose object)
+and :meth:`RefFiles.subject` (a plain one-line subject of a loose commit) answer there
+without a git process, and the caller asks git whenever they return no plain answer
+(R-WS-5).
 """
 
 from __future__ import annotations
@@ -276,6 +283,102 @@ class RefFiles:
                     found[i] = None if packed is None else _packed_oid(packed, name)
         return found
 
+    def resolve(self, refname: str) -> str | None:
+        """What ``git rev-parse --verify <refname>`` prints for a full ref name (``refs/…``),
+        read from the files: the value of the first name git's lookup rules try that exists
+        (the name itself, then ``refs/<name>``, ``refs/tags/<name>``, ``refs/heads/<name>``,
+        ``refs/remotes/<name>``, ``refs/remotes/<name>/HEAD``), ``''`` when none does.
+
+        ``None`` when the files do not answer plainly (ask git instead). Git prints a ref's
+        value without opening the object, so neither is opened here."""
+        if not refname.startswith("refs/") or not _plain_ref_name(refname):
+            return None
+        names = (refname, *(rule.format(refname) for rule in _LOOKUP_RULES))
+        for value in self.values(names):
+            if value != "":
+                return value
+        return ""
+
+    def commit_of(self, refname: str) -> tuple[bool, str | None]:
+        """``(known, value)``: what ``git rev-parse --verify --quiet <refname>^{commit}``
+        answers (``None``: no such ref, or an object that is no commit), when the files
+        say so plainly: the ref's value (:meth:`resolve`) and the type of that loose
+        object. A tag (peeling needs git), an object not stored loose, or anything odd:
+        ``(False, None)``."""
+        oid = self.resolve(refname)
+        if oid is None:
+            return False, None
+        if oid == "":
+            return True, None
+        kind = self.object_kind(oid)
+        if kind == "commit":
+            return True, oid
+        if kind in ("tree", "blob"):
+            return True, None
+        return False, None
+
+    def object_kind(self, oid: str) -> str | None:
+        """The type of object ``oid`` read from its loose object file (its inflated bytes
+        start with the type, a space, the size and a NUL); ``None`` when it is not stored
+        loose, cannot be read, or replace refs could make git see another object there."""
+        head = self._loose_object(oid, 64)
+        if head is None:
+            return None
+        header, nul, _ = head.partition(b"\0")
+        kind, _, size = header.partition(b" ")
+        if not nul or not size.isdigit() or kind not in _KINDS:
+            return None
+        return kind.decode("ascii")
+
+    def subject(self, oid: str) -> str | None:
+        """What ``git log -1 --format=%s <oid>`` prints for a loose commit whose message's
+        first paragraph is one plain line of printable ASCII (no ``encoding`` header, no
+        leading or trailing blanks); ``None`` for anything else (ask git instead)."""
+        data = self._loose_object(oid, None)
+        if data is None:
+            return None
+        header, nul, content = data.partition(b"\0")
+        kind, _, size = header.partition(b" ")
+        if not nul or kind != b"commit" or not size.isdigit() or int(size) != len(content):
+            return None
+        headers, blank, message = content.partition(b"\n\n")
+        if not blank or headers.startswith(b"encoding ") or b"\nencoding " in headers:
+            return None
+        line, _, rest = message.partition(b"\n")
+        if not line or line != line.strip() or (rest and not rest.startswith(b"\n")):
+            return None
+        if not all(0x20 <= c < 0x7F for c in line):
+            return None
+        return line.decode("ascii")
+
+    def _loose_object(self, oid: str, size: int | None) -> bytes | None:
+        """The first ``size`` bytes (all for ``None``) of loose object ``oid``, inflated."""
+        if not self._usable or not _is_oid(oid) or self._replaced():
+            return None
+        import zlib  # only these reads need it
+
+        path = os.path.join(self._repo, "objects", oid[:2], oid[2:])
+        try:
+            with open(path, "rb") as handle:
+                raw = handle.read() if size is None else handle.read(4096)
+        except OSError:
+            return None
+        try:
+            if size is None:
+                return zlib.decompress(raw)
+            return zlib.decompressobj().decompress(raw, size)
+        except zlib.error:
+            return None
+
+    def _replaced(self) -> bool:
+        """Replace refs may exist: git may show another object for an object id."""
+        if os.environ.get("GIT_REPLACE_REF_BASE") is not None:
+            return True
+        if os.path.lexists(os.path.join(self._repo, "refs", "replace")):
+            return True
+        packed = self._packed_refs()
+        return packed is None or any(name.startswith("refs/replace/") for name in packed)
+
     def _loose(self, refname: str) -> str | None:
         try:  # three system calls: no buffered file object (scan reads four per agent)
             fd = os.open(os.path.join(self._repo, refname), os.O_RDONLY | os.O_CLOEXEC)
@@ -323,6 +426,27 @@ class RefFiles:
 
 _ABSENT = "\0absent"
 """No loose file: ``packed-refs`` decides (a value no ref file can hold)."""
+
+
+_LOOKUP_RULES = (
+    "refs/{}",
+    "refs/tags/{}",
+    "refs/heads/{}",
+    "refs/remotes/{}",
+    "refs/remotes/{}/HEAD",
+)
+"""Git's ref lookup rules after the name itself (``rev-parse``'s order)."""
+
+_KINDS = frozenset((b"commit", b"tree", b"blob", b"tag"))
+
+
+def _plain_ref_name(refname: str) -> bool:
+    """Components that are each a plain file name (no ``.``-leading part, no ``.lock``)."""
+    return all(
+        part and all(c in _PLAIN for c in part) and not part.startswith(".")
+        and ".." not in part and not part.endswith(".lock")
+        for part in refname.split("/")
+    )
 
 
 def _packed_oid(packed: dict[str, str], refname: str) -> str | None:

@@ -47,6 +47,7 @@ from lernie_ref.substrate.registry import Registry
 
 TYPE_CHECKING = False  # typing stays off the scan and status paths (R-CLI-5)
 if TYPE_CHECKING:
+    from lernie_ref.substrate.refsnap import RefFiles
     from lernie_ref.substrate.spool import Spool
 
 NAME_MAX_CHARS = 64
@@ -131,6 +132,7 @@ class Workspace(Registry):
         self._worktrees: dict[str, Path] = {}
         self._inbox_text = os.fspath(self._inbox_root)
         self._agents_text = os.fspath(self._agents_root)
+        self._ref_files: RefFiles | None = None
 
     def __repr__(self) -> str:
         return f"Workspace({str(self.root)!r})"
@@ -206,8 +208,24 @@ class Workspace(Registry):
 
     # ---------------------------------------------------------------- refs
 
+    @property
+    def ref_files(self) -> RefFiles:
+        """The repository's ref files, read without git where they answer plainly (one
+        reader per workspace: it keeps ``packed-refs`` while that file is unchanged)."""
+        files = self._ref_files
+        if files is None:
+            from lernie_ref.substrate.refsnap import RefFiles
+
+            files = self._ref_files = RefFiles(self.repo_git)
+        return files
+
     def branch_tip(self, agent_id: str) -> str:
-        """The full sha of ``agents/<id>``."""
+        """The full sha of ``agents/<id>``: what ``rev-parse --verify`` prints, read from the
+        ref files when they answer plainly, else asked of git (whose error then says why)."""
+        if is_agent_id(agent_id):
+            found = self.ref_files.resolve(AGENT_REF_PREFIX + agent_id)
+            if found:
+                return found
         return self.git.run(
             self.repo_git, ["rev-parse", "--verify", AGENT_REF_PREFIX + agent_id]
         ).stdout

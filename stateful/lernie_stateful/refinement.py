@@ -341,8 +341,7 @@ def _loose_refs(git_dir: str, rel: str, refs: dict[str, str]) -> None:
         if item.name.endswith(".lock"):
             continue
         with contextlib.suppress(FileNotFoundError):
-            with open(item.path, encoding="utf-8") as f:
-                sha = f.read().strip()
+            sha = _read(item.path).decode("utf-8").strip()
             if sha and not sha.startswith("ref:"):
                 refs[name] = sha
 
@@ -352,13 +351,11 @@ def tracked_paths(worktree: Path | str) -> set[str]:
     what `git ls-files` lists, without running git."""
     dotgit = os.path.join(worktree, ".git")
     if os.path.isfile(dotgit):
-        with open(dotgit, encoding="utf-8") as f:
-            gitdir = f.read().split("gitdir:", 1)[1].strip()
+        gitdir = _read(dotgit).decode("utf-8").split("gitdir:", 1)[1].strip()
     else:
         gitdir = dotgit
     try:
-        with open(os.path.join(gitdir, "index"), "rb") as f:
-            data = f.read()
+        data = _read(os.path.join(gitdir, "index"))
     except FileNotFoundError:
         return set()
     if data[:4] != b"DIRC":
@@ -390,8 +387,15 @@ def _listing(d: str) -> list[str]:
 
 
 def _read(path: str) -> bytes:
-    with open(path, "rb") as f:
-        return f.read()
+    """The whole file (the view reads dozens at every point: no buffered file object)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = [os.read(fd, max(os.fstat(fd).st_size, 4096) + 1)]
+        while chunks[-1]:
+            chunks.append(os.read(fd, 1 << 16))
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def _published_results(texts: Iterable[str]) -> set[tuple[str, str]]:

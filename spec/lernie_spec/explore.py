@@ -148,23 +148,12 @@ def _explore(
     dst: list[int] = []
     found: dict[str, Violation] = {}
     edges = 0
-
-    def path(k: int) -> Trace:
-        out: Trace = []
-        while k > 0:
-            step = via[k]
-            assert step is not None
-            out.append((step, states[k]))
-            k = parent[k]
-        out.reverse()
-        return out
-
-    def record(inv: str, trace: Trace) -> None:
-        if inv not in found:
-            found[inv] = Violation(inv, init, _concrete(init, prof, scope, trace, canon))
+    # No nested functions here: the compiled model keeps a function's closures and its
+    # variables in one object that refers to itself, so the table of states would then
+    # be freed only by a later full collection, which walks all of it again.
 
     for inv in state_violations(init, scope):
-        record(inv, [])
+        _record(found, inv, init, prof, scope, [], canon)
     frontier: deque[int] = deque([0])
     complete = True
     next_tick = 50_000
@@ -187,7 +176,8 @@ def _explore(
             nxt = post
             for inv in bad:
                 if inv not in found:
-                    record(inv, [*path(k), (step, nxt)])
+                    _record(found, inv, init, prof, scope,
+                            [*_path(k, states, parent, via), (step, nxt)], canon)
             if j == n:
                 states.append(nxt)
                 parent.append(k)
@@ -196,7 +186,8 @@ def _explore(
                 sbad = state_violations(nxt, scope)
                 for inv in sbad:
                     if inv not in found:
-                        record(inv, path(j))
+                        _record(found, inv, init, prof, scope, _path(j, states, parent, via),
+                                canon)
                 # A state that breaks an invariant is not expanded: what follows
                 # is not the protocol (and, e.g. with a lost deposit, unbounded).
                 if not sbad:
@@ -211,11 +202,30 @@ def _explore(
         lasso = _find_lasso(len(states), src, dst, depth)
         if lasso is not None:
             node, cycle = lasso
-            trace = path(node)
+            trace = _path(node, states, parent, via)
             loop = _loop_steps(node, cycle, states, prof, scope, canon)
             full = _concrete(init, prof, scope, trace + loop, canon)
             found["I-13"] = Violation("I-13", init, full, len(loop))
     return Result(len(states), edges, time.perf_counter() - t0, found, complete)
+
+
+def _path(k: int, states: list[State], parent: list[int], via: list[Step | None]) -> Trace:
+    """The steps from the initial state to state k, each with the state it leads to."""
+    out: Trace = []
+    while k > 0:
+        step = via[k]
+        assert step is not None
+        out.append((step, states[k]))
+        k = parent[k]
+    out.reverse()
+    return out
+
+
+def _record(found: dict[str, Violation], inv: str, init: State, prof: Profile, scope: Scope,
+            trace: Trace, canon: Callable[[State], State]) -> None:
+    """Keep the first violation of inv, as a concrete trace."""
+    if inv not in found:
+        found[inv] = Violation(inv, init, _concrete(init, prof, scope, trace, canon))
 
 
 def _find_lasso(

@@ -70,6 +70,32 @@ def test_i_all_compiled_traces_match_the_interpreted_model(
     assert fast == interpreted
 
 
+_FREED = """
+import gc
+from lernie_spec.explore import explore
+from lernie_spec.variants import BY_NAME, SCOPES
+gc.collect()
+gc.disable()
+before = len(gc.get_objects())
+result = explore(BY_NAME["reference"].profile, SCOPES["races"].scope)
+print(result.states, len(gc.get_objects()) - before)
+"""
+
+
+@pytest.mark.parametrize("build", ["interpreted", "compiled"])
+def test_a_search_frees_its_states_when_it_returns(
+        build: str, compiled_dir: Path, tmp_path: Path) -> None:
+    # with the collector off, whatever the search kept alive is still counted after it
+    # returns: a reference cycle around the table of states would keep every state
+    # (a compiled function's closures made one; only a full collection then frees it)
+    env = compiled.environment(compiled_dir) if build == "compiled" else None
+    done = subprocess.run([sys.executable, "-c", _FREED], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, check=True)
+    states, kept = map(int, done.stdout.split())
+    assert states > 2000
+    assert kept < states // 4, (states, kept)
+
+
 @pytest.mark.slow
 def test_a_compiled_mutant_is_told_apart(tmp_path: Path) -> None:
     why = compiled.missing()

@@ -36,7 +36,6 @@ from lernie_ref.actors.exit_protocol import conclude_actor, terminal_ref
 from lernie_ref.actors.probe import probe_actor
 from lernie_ref.actors.release import notice, release_actor
 from lernie_ref.actors.sweep import (
-    Refs,
     landed_result,
     mark_value,
     repair_returned_mark,
@@ -240,10 +239,7 @@ def _send_lost_reply(ws: Workspace, agent_id: str, deps: HopDeps) -> Actor[bool]
         if not entries or not is_terminal_response(entries[0]):
             return False
         tip = ws.branch_tip(agent_id)
-        refs = Refs(ws, agent_id)
-        if refs.mark(MarkKind.RETURNED) == tip:
-            return False  # R-SCAN-9's first condition: the reply (or the mark) left already
-        lost = unsent_reply(ws, agent_id, tip, lambda: frozenset(ws.agent_ids()), refs)
+        lost = unsent_reply(ws, agent_id, tip, lambda: frozenset(ws.agent_ids()))
     except LernieError as exc:
         raise GitOpError("lost-reply check", exc) from None
     if lost is None:

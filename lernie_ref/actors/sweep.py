@@ -225,11 +225,9 @@ class Refs:
                 oid = oids.mark(kind)
                 if oid is None:  # no such ref: what rev-parse answers too
                     return None
-                held = self._ws.ref_files.object_kind(oid)  # a loose object's type
-                if held == "commit":
-                    return oid
-                if held in ("tree", "blob"):
-                    return None
+                loose, value = self._ws.ref_files.peeled(oid)  # a loose object's type
+                if loose:
+                    return value
                 if self._facts is not None:
                     plain, value = self._facts.commit(oid)
                     if plain:
@@ -772,7 +770,7 @@ def scan_actor(
     # A ref whose name is not one path component (``agents/x/y``) names no agent.
     agents = [a for a in snapshot.agent_ids() if is_agent_id(a)]
     registry = frozenset(agents)
-    files = RefFiles(ws.repo_git)
+    files = ws.ref_files
     facts = ObjectFacts(ws.git, ws.repo_git)
     report = ScanReport()
     try:  # <ws>/inbox, held for the sweep's probes; without it each probe walks from the root

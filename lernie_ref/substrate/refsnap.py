@@ -310,6 +310,12 @@ class RefFiles:
             return False, None
         if oid == "":
             return True, None
+        return self.peeled(oid)
+
+    def peeled(self, oid: str) -> tuple[bool, str | None]:
+        """``(known, value)``: what ``<oid>^{commit}`` names (``None``: an object that is no
+        commit), when the loose object's type says so plainly; a tag (peeling needs git),
+        an object not stored loose, or anything odd: ``(False, None)``."""
         kind = self.object_kind(oid)
         if kind == "commit":
             return True, oid

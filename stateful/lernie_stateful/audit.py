@@ -913,22 +913,31 @@ def audit(ws: Path, layout: Layout | None = None) -> Report:
     return Auditor(Path(ws), layout).run()
 
 
-def main(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="lernie-check audit",
-        description="Check what a workspace's files and git history witness (SPEC I-4, I-5, "
-                    "I-11, I-12, I-14, R-TR, R-DEP); exit 1 on any violation.")
-    parser.add_argument("workspace", type=Path)
-    parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
+def build_parser(prog: str = "lernie-check audit") -> argparse.ArgumentParser:
+    from lernie_spec import cliopts
+
+    parser = cliopts.parser(
+        prog, "Check what a workspace's files and git history witness (SPEC I-4, I-5, "
+              "I-11, I-12, I-14, R-TR, R-DEP); exit 1 on any violation.")
+    parser.add_argument("workspace", type=Path, help="the workspace directory to audit")
     parser.add_argument("--strict", action="store_true",
                         help="count notes (crash residue) as violations: for a workspace run "
                              "without crashes and now quiescent")
-    args = parser.parse_args(argv)
+    cliopts.add_common(parser, html=True)
+    return parser
+
+
+def main(argv: Sequence[str]) -> int:
+    args = build_parser().parse_args(argv)
     try:
         report = audit(args.workspace)
     except AuditError as exc:
         print(f"lernie-check audit: {exc}", file=sys.stderr)
         return 1
+    if args.html:
+        from lernie_stateful.report import audit_page, write
+
+        write(args.html, audit_page(report, args.strict))
     if args.json:
         print(json.dumps(report.as_json(args.strict), indent=1))
     else:

@@ -13,14 +13,19 @@ otherwise. `lernie-check mutants` prints the table and exits 1 on a survivor.
 
 from __future__ import annotations
 
+import argparse
 import importlib
+import json
 import shutil
 import sys
 import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import NamedTuple
+
+from lernie_spec import cliopts
+from lernie_spec.cliopts import Progress
 
 
 class Mutant(NamedTuple):
@@ -239,9 +244,21 @@ def run_one(m: Mutant, worlds: tuple[str, ...] = ()) -> Outcome:
     return Outcome(m, "", "", 0, time.perf_counter() - t0)
 
 
-def run_all(catalogue: tuple[Mutant, ...] = CATALOGUE, workers: int = 2) -> list[Outcome]:
+def run_all(catalogue: tuple[Mutant, ...] = CATALOGUE, workers: int = 2,
+            progress: Progress | None = None) -> list[Outcome]:
+    """Every mutant, in catalogue order; `progress` counts the mutants run and killed."""
+    done: dict[str, Outcome] = {}
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(run_one, catalogue))
+        futures = {pool.submit(run_one, m): m for m in catalogue}
+        for f in as_completed(futures):
+            o = f.result()
+            done[o.mutant.name] = o
+            if progress is not None:
+                killed = sum(1 for x in done.values() if x.caught)
+                progress.update(f"{len(done)}/{len(catalogue)} mutants run, {killed} killed, "
+                                f"{sum(1 for x in done.values() if x.verdict == 'SURVIVED')} "
+                                "survived", force=True)
+    return [done[m.name] for m in catalogue]
 
 
 def table(outs: list[Outcome]) -> str:
@@ -267,14 +284,50 @@ def table(outs: list[Outcome]) -> str:
     return "\n".join(lines)
 
 
+def build_parser(prog: str = "lernie-check mutants") -> argparse.ArgumentParser:
+    ap = cliopts.parser(prog, __doc__ or "")
+    ap.add_argument("names", nargs="*", metavar="MUTANT",
+                    help="run only these mutants (default: the whole catalogue; see --list)")
+    ap.add_argument("--list", action="store_true", help="list the mutants and exit")
+    ap.add_argument("--jobs", type=int, default=2, metavar="N",
+                    help="worker processes, one mutant each at a time")
+    cliopts.add_common(ap)
+    return ap
+
+
 def main(argv: list[str]) -> int:
-    """`lernie-check mutants [NAME ...]`."""
-    names = set(argv)
+    """`lernie-check mutants [MUTANT ...]`."""
+    ns = build_parser().parse_args(argv)
+    if ns.list:
+        for m in CATALOGUE:
+            print(f"{m.name:44} {m.summary}" + ("  (equivalent)" if m.equivalent else ""))
+        return 0
+    names = set(ns.names)
     unknown = names - {m.name for m in CATALOGUE}
     if unknown:
         print(f"lernie-check mutants: unknown mutant {sorted(unknown)[0]!r}", file=sys.stderr)
         return 2
     cat = tuple(m for m in CATALOGUE if not names or m.name in names)
-    outs = run_all(cat)
-    print(table(outs))
-    return 1 if any(o.verdict == "SURVIVED" for o in outs) else 0
+    progress = Progress.of("lernie-check mutants", ns.quiet, ns.verbose)
+    try:
+        outs = run_all(cat, max(1, ns.jobs), progress)
+    finally:
+        progress.done()
+    wall, cpu = progress.times()
+    bad = any(o.verdict == "SURVIVED" for o in outs)
+    if ns.json:
+        print(json.dumps({
+            "ok": not bad, "wall_seconds": round(wall, 3), "cpu_seconds": round(cpu, 3),
+            "mutants": [{"mutant": o.mutant.name, "summary": o.mutant.summary,
+                         "verdict": o.verdict, "caught_by": o.caught or None,
+                         "world": o.world or None, "trace_length": o.length,
+                         "seconds": round(o.seconds, 3),
+                         "equivalent": o.mutant.equivalent or None} for o in outs],
+        }, indent=2))
+    else:
+        text, _, verdict = table(outs).rpartition("\n")
+        print(text)
+        print(cliopts.timing(wall, cpu, max(1, ns.jobs)) + " (each mutant's seconds: the "
+              "wall time of its worker)")
+        print(verdict)
+    return 1 if bad else 0

@@ -32,7 +32,7 @@ from lernie_stateful.conform.outcome import (
 )
 from lernie_stateful.conform.watch import DeliveryKill
 
-CHECK = [sys.executable, "-m", "lernie_spec.check"]
+CHECK = [sys.executable, "-m", "lernie_stateful.cli"]
 PID = "a-driver-killed-as-a-large-message-leaves-the-inbox-loses-nothing"
 AID = "20260101T000000Z-0000abcd"
 HEAD = b"---\nfrom: user\ndeposited_at: 2026-01-01T00:00:00Z\n---\n"

@@ -14,7 +14,7 @@ import pytest
 from lernie_stateful.conform.adapter import REQUIRED_VERBS, AdapterError, load
 from lernie_stateful.conform.run import cases_of, conform, scenario_files
 
-CHECK = [sys.executable, "-m", "lernie_spec.check", "conform"]
+CHECK = [sys.executable, "-m", "lernie_stateful.cli", "conform"]
 
 # A stand-in for another implementation: the reference CLI behind a wrapper that changes
 # one observable thing. The kit sees only argv, exit codes, output and files.

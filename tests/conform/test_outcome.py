@@ -33,7 +33,7 @@ from lernie_stateful.conform.outcome import (
     run_program,
 )
 
-CHECK = [sys.executable, "-m", "lernie_spec.check"]
+CHECK = [sys.executable, "-m", "lernie_stateful.cli"]
 
 
 def _program(pid: str) -> Program:

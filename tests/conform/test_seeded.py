@@ -23,7 +23,7 @@ from lernie_stateful.conform.run import Scorecard, cases_of, conform, scenario_f
 from lernie_stateful.conform.seeded import bug_names, build
 from lernie_stateful.seeded_bugs import BY_NAME
 
-CHECK = [sys.executable, "-m", "lernie_spec.check"]
+CHECK = [sys.executable, "-m", "lernie_stateful.cli"]
 
 CAUGHT_BY: dict[str, tuple[str, ...]] = {
     # The cases each build must fail (it may fail more).

@@ -77,7 +77,7 @@ def test_the_wheel_carries_both_commands_and_the_kit_data(wheel: Path) -> None:
         (script,) = [n for n in names if n.endswith(".data/scripts/lernie")]
         lernie_script = archive.read(script).decode()
     scripts = dict(parser["console_scripts"])
-    assert scripts == {"lernie-check": "lernie_spec.check:entry"}
+    assert scripts == {"lernie-check": "lernie_stateful.cli:entry"}
     for target in scripts.values():
         module = target.split(":")[0].replace(".", "/")
         assert f"{module}.py" in names or f"{module}/__init__.py" in names

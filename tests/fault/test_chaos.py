@@ -229,7 +229,7 @@ def chaos_run(tmp_path: Path, mode: str, writers: int, per_writer: int, seed: in
         answered = newest.endswith(".json") and "tool" not in newest
         assert answered or row["last_epitaph"] == "stopped", (row, newest)
     assert processes_mentioning(str(ws.root)) == []
-    audit = run_cli(["audit", str(ws.root)], prefix=[sys.executable, "-m", "lernie_spec.check"])
+    audit = run_cli(["audit", str(ws.root)], prefix=[sys.executable, "-m", "lernie_stateful.cli"])
     assert audit.returncode == 0, audit.stdout + audit.stderr
     relays = sum(n for (_, body), n in delivered.items() if (body or "").startswith("relay "))
     logs = [ws.driver_log(agent) for agent in ids.values()]

@@ -39,8 +39,11 @@ def _check(args: list[str], env: dict[str, str] | None, cwd: Path, code: int = 0
 
 def _without_seconds(text: str) -> dict[str, Any]:
     out: dict[str, Any] = json.loads(text)
+    for key in ("wall_seconds", "cpu_seconds", "jobs"):
+        out.pop(key)
     for r in out["results"]:
         r.pop("seconds")
+        r.pop("cpu_seconds")
     return out
 
 

@@ -787,6 +787,8 @@ class Verdict:
     outcomes: int = 0
     nodes: int = 0
     diff: tuple[str, ...] = ()
+    real: str = ""  # the implementation's final state, as shown (failed only)
+    nearest: str = ""  # the nearest outcome the model reaches, as shown (failed only)
 
     def headline(self) -> str:
         return self.text.splitlines()[0] if self.text else ""
@@ -823,14 +825,17 @@ def judge(p: Program, run: Run, search: Search) -> Verdict:
         lines.append("  killed: " + ", ".join(run.killed))
     lines += ["implementation's final state:", show_observation(run.observation)]
     diff: list[str] = list(run.faults)
+    nearest = ""
     if search.outcomes:
         near = min(search.outcomes, key=lambda o: (_size(run.observation, o), o))
         diff += difference(run.observation, near)
-        lines += ["nearest model outcome:", show_observation(near)]
+        nearest = show_observation(near)
+        lines += ["nearest model outcome:", nearest]
     if search.outcomes or diff:
         lines += ["difference:"] + (["    " + d for d in diff] or ["    (none)"])
     return Verdict(p, False, "\n".join(lines), outcomes=len(search.outcomes),
-                   nodes=search.nodes, diff=tuple(diff))
+                   nodes=search.nodes, diff=tuple(diff),
+                   real=show_observation(run.observation), nearest=nearest)
 
 
 def check(p: Program, adapter: Adapter, ws: Path) -> Verdict:

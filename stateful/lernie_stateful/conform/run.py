@@ -38,9 +38,12 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from lernie_spec import cliopts
+from lernie_spec.cliopts import Progress
+
 from lernie_stateful.audit import AuditError, audit
 from lernie_stateful.conform.adapter import Adapter, AdapterError, fill, load
-from lernie_stateful.conform.outcome import ProgramError
+from lernie_stateful.conform.outcome import ProgramError, Verdict
 
 QUIESCENCE_TIMEOUT = 60.0
 STEP_TIMEOUT = 120.0
@@ -393,15 +396,20 @@ def _verbs_of(case: Mapping[str, object]) -> set[str]:
 
 
 def conform(adapter: Adapter, files: Sequence[tuple[str, str]] | None = None,
-            only: str | None = None, keep: Path | None = None) -> Scorecard:
+            only: str | None = None, keep: Path | None = None,
+            progress: Progress | None = None) -> Scorecard:
     card = Scorecard(adapter.name)
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="lernie-conform-") as tmp:
         base = keep or Path(tmp)
-        for name, case in cases_of(files if files is not None else scenario_files()):
+        cases = cases_of(files if files is not None else scenario_files())
+        for k, (name, case) in enumerate(cases):
             cid = str(case.get("id"))
             if only and only not in cid:
                 continue
+            if progress is not None:
+                failed = sum(r.status == "failed" for r in card.results)
+                progress.update(f"case {k + 1}/{len(cases)} {cid} ({failed} failed so far)")
             rules = _strs(case.get("rules"))
             if not all(adapter.has(v) for v in _verbs_of(case)):
                 card.results.append(CaseResult(cid, name, rules, "n/a",
@@ -432,18 +440,25 @@ def conform(adapter: Adapter, files: Sequence[tuple[str, str]] | None = None,
 
 
 def outcome_check(adapter: Adapter, card: Scorecard, examples: int, seed: int,
-                  program_file: Path | None = None, keep: Path | None = None) -> list[str]:
+                  program_file: Path | None = None, keep: Path | None = None,
+                  progress: Progress | None = None,
+                  verdicts: list[Verdict] | None = None) -> list[str]:
     """Run the outcome programs (README, "Outcome conformance"); each joins the scorecard
-    as a case of the area ``outcome``. Returns the failure reports."""
+    as a case of the area ``outcome``. Returns the failure reports; ``verdicts`` collects
+    the failing programs' verdicts (for the HTML report)."""
     from lernie_stateful.conform.outcome import all_programs, check, load_programs
 
     start = time.monotonic()
     programs = (load_programs(program_file.read_text(encoding="utf-8")) if program_file
                 else all_programs(examples, seed))
-    reports = []
+    reports: list[str] = []
     with tempfile.TemporaryDirectory(prefix="lernie-outcome-") as tmp:
         base = keep or Path(tmp)
-        for p in programs:
+        for k, p in enumerate(programs):
+            if progress is not None:
+                bad = len(reports)
+                progress.update(f"outcome program {k + 1}/{len(programs)} {p.id} "
+                                f"({k} scored, {bad} failed)", force=True)
             ws = base / f"outcome-{p.id}" / "ws"
             ws.parent.mkdir(parents=True, exist_ok=True)
             try:
@@ -458,22 +473,25 @@ def outcome_check(adapter: Adapter, card: Scorecard, examples: int, seed: int,
                                            round(v.seconds, 2)))
             if status == "failed":
                 reports.append(v.text)
+                if verdicts is not None:
+                    verdicts.append(v)
             if keep is None:
                 shutil.rmtree(ws.parent, ignore_errors=True)
     card.seconds += time.monotonic() - start
     return reports
 
 
-def main(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="lernie-check conform",
-        description="Run the exact-interface scenarios through an implementation's command "
-                    "line and print a scorecard per SPEC rule area.")
+def build_parser(prog: str = "lernie-check conform") -> argparse.ArgumentParser:
+    parser = cliopts.parser(
+        prog, "Run the exact-interface scenarios through an implementation's command line\n"
+              "and print a scorecard per SPEC rule area; with --outcome, also programs of\n"
+              "operator inputs whose final state must be one the model reaches.")
     parser.add_argument("--impl", required=True,
                         help="'lernie' (the reference's own adapter) or an adapter TOML file")
     fmt = parser.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="one JSON object")
     fmt.add_argument("--markdown", action="store_true", help="a Markdown table")
+    cliopts.add_common(parser, json=False, html=True)
     parser.add_argument("--scenarios", type=Path, help="a directory of scenario files to run "
                         "instead of the installed ones")
     parser.add_argument("-k", dest="only", help="run only cases whose id contains this text")
@@ -488,14 +506,20 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--outcome-only", action="store_true",
                         help="run only the outcome check (no exact-interface scenarios)")
     parser.add_argument("--examples", type=int, default=4, metavar="N",
-                        help="generated outcome programs besides the regression set "
-                        "(default 4)")
+                        help="generated outcome programs besides the regression set")
     parser.add_argument("--seed", type=int, default=0, help="seed of the generated programs")
     parser.add_argument("--programs", type=Path, help="a TOML file of outcome programs to run "
                         "instead of the regression set and the generated ones")
     parser.add_argument("--show-program", action="store_true",
-                        help="print each failing outcome program's full report on stderr")
-    args = parser.parse_args(argv)
+                        help="print each failing outcome program's full report on stderr "
+                        "(as -v does)")
+    return parser
+
+
+def main(argv: Sequence[str]) -> int:
+    args = build_parser().parse_args(argv)
+    progress = Progress.of("lernie-check conform", args.quiet, args.verbose)
+    verdicts: list[Verdict] = []
     try:
         with tempfile.TemporaryDirectory(prefix="lernie-seeded-") as build_dir:
             if args.seeded_bug:
@@ -508,16 +532,23 @@ def main(argv: Sequence[str]) -> int:
                 adapter = load(args.impl)
             files = scenario_files(args.scenarios) if args.scenarios else None
             card = (Scorecard(adapter.name) if args.outcome_only
-                    else conform(adapter, files, args.only, args.keep))
+                    else conform(adapter, files, args.only, args.keep, progress))
             if args.outcome or args.outcome_only or args.programs:
                 reports = outcome_check(adapter, card, args.examples, args.seed,
-                                        args.programs, args.keep)
-                if args.show_program:
+                                        args.programs, args.keep, progress, verdicts)
+                progress.done()
+                if args.show_program or args.verbose:
                     for text in reports:
                         print(text + "\n", file=sys.stderr)
     except (AdapterError, ProgramError, tomllib.TOMLDecodeError, OSError) as exc:
+        progress.done()
         print(f"lernie-check conform: {exc}", file=sys.stderr)
         return 1
+    progress.done()
+    if args.html:
+        from lernie_stateful.report import scorecard_page, write
+
+        write(args.html, scorecard_page(card, verdicts))
     if args.json:
         print(json.dumps(card.as_json(), indent=1))
     elif args.markdown:

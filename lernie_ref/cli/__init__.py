@@ -136,6 +136,9 @@ def partial_run(run: Callable[[_A], str | None], ns: _A) -> Callable[[], str | N
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args == ["--version"]:  # as argparse would print it, without importing it
+        sys.stdout.write(f"lernie {__version__}\n")
+        return 0
     plain = _plain_message(args)
     operator = None if plain is not None else _plain_operator(args)
     call: Callable[[], str | None]

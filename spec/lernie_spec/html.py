@@ -43,6 +43,7 @@ table { border-collapse: collapse; font-size: .85rem; margin: .5rem 0; }
 th, td { border-bottom: 1px solid var(--line); padding: .25rem .5rem; text-align: left;
          vertical-align: top; }
 th { background: var(--lane); }
+td:first-child { white-space: nowrap; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 tr.violating td { background: var(--badbg); }
 tr.loop td:first-child { border-left: 3px solid var(--loop); }

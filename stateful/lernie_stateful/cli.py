@@ -26,6 +26,7 @@ PROG = "lernie-check"
 class Sub(NamedTuple):
     target: str  # "module:function", the function taking argv and returning the exit status
     summary: str
+    parser: str = ""  # "module:function" building its parser (default: module:build_parser)
 
 
 SUBCOMMANDS: dict[str, Sub] = {
@@ -36,7 +37,8 @@ SUBCOMMANDS: dict[str, Sub] = {
     "refine": Sub("lernie_stateful.refine_cli:refine_main",
                   "run the implementation against the model (refinement)"),
     "bugs": Sub("lernie_stateful.refine_cli:bugs_main",
-                "seeded implementation bugs under the refinement machine: is each caught?"),
+                "seeded implementation bugs under the refinement machine: is each caught?",
+                "lernie_stateful.refine_cli:build_bugs_parser"),
     "conform": Sub("lernie_stateful.conform.run:main",
                    "score an implementation through its command line (conformance kit)"),
     "audit": Sub("lernie_stateful.audit:main",
@@ -111,13 +113,20 @@ def entry() -> None:
 # ----------------------------------------------------------------- bash completion
 
 
+def parser_of(name: str) -> argparse.ArgumentParser | None:
+    """The subcommand's parser, if its module lends one (for completion and tests)."""
+    sub = SUBCOMMANDS[name]
+    module, _, func = (sub.parser or sub.target.partition(":")[0] + ":build_parser").partition(
+        ":")
+    build = getattr(importlib.import_module(module), func, None)
+    return build() if build is not None else None
+
+
 def _options(name: str) -> tuple[list[str], dict[str, list[str]]]:
     """A subcommand's option strings and, per option with fixed choices, the choices."""
-    module = importlib.import_module(SUBCOMMANDS[name].target.partition(":")[0])
-    build = getattr(module, "build_parser", None)
-    if build is None:
+    ap = parser_of(name)
+    if ap is None:
         return ["--help"], {}
-    ap: argparse.ArgumentParser = build()
     opts: list[str] = []
     choices: dict[str, list[str]] = {}
     for action in ap._actions:
@@ -174,12 +183,16 @@ def completion_script() -> str:
     return "\n".join(lines)
 
 
+def build_parser() -> argparse.ArgumentParser:
+    """The `completion` subcommand's parser."""
+    return cliopts.parser(f"{PROG} completion",
+                          "Print a bash completion script for lernie-check on stdout. Load it\n"
+                          "with `source <(lernie-check completion)`, or save it as\n"
+                          "~/.local/share/bash-completion/completions/lernie-check.")
+
+
 def completion_main(argv: list[str]) -> int:
-    ap = cliopts.parser(f"{PROG} completion",
-                        "Print a bash completion script for lernie-check on stdout. Load it "
-                        "with `source <(lernie-check completion)` or save it under "
-                        "~/.local/share/bash-completion/completions/lernie-check.")
-    ap.parse_args(argv)
+    build_parser().parse_args(argv)
     sys.stdout.write(completion_script())
     return 0
 

@@ -121,9 +121,10 @@ def scorecard_page(card: Scorecard, verdicts: Sequence[Verdict] = ()) -> str:
         ("area", "passed", "failed", "n/a", "first failure"), rows, cls), bad=not ok,
         is_open=True, tag=f"{card.passed}/{card.applicable} ({card.percent:.0f}%)")]
     by_id = {f"outcome:{v.program.id}": v for v in verdicts}
-    for r in card.results:
-        if r.status != "failed":
-            continue
+    failed = [r for r in card.results if r.status == "failed"]
+    # outcome programs first: their timelines and differences are the report's reason
+    failed.sort(key=lambda r: r.id not in by_id)
+    for r in failed:
         v = by_id.get(r.id)
         if v is not None:
             body = _verdict_body(v)
@@ -132,7 +133,7 @@ def scorecard_page(card: Scorecard, verdicts: Sequence[Verdict] = ()) -> str:
                     f"{esc(', '.join(r.rules))}</p>"
                     f'<p class="explanation">{esc(r.difference)}</p>')
         sections.append(section(f"failed: {r.id}", body, bad=True,
-                                is_open=len(sections) == 1, tag=", ".join(r.rules)))
+                                is_open=len(sections) <= 4, tag=", ".join(r.rules)))
     passed = [r for r in card.results if r.status != "failed"]
     if passed:
         sections.append(section("the other cases", _table(

@@ -360,8 +360,9 @@ def html_report(outs: list[Outcome], scopes: tuple[NamedScope, ...], inv: str | 
                 tag=(f"{len(vio.trace) - vio.loop} steps, then a {vio.loop}-step cycle"
                      if vio.loop else f"{len(vio.trace)} steps"),
                 ident=o.variant.name if k == picks[0] else ""))
-    meta = (html.esc(_scope_line(scopes)) + "<br>"
-            + html.esc(cliopts.timing(wall, cpu, jobs)))
+    head = "default scope" if scopes == DEFAULT else "scope"
+    meta = (html.esc(f"{head}: {len(scopes)} worlds ({', '.join(s.name for s in scopes)})")
+            + "<br>" + html.esc(cliopts.timing(wall, cpu, jobs)))
     return html.page("lernie-check: the model's worlds", meta, sections)
 
 

@@ -13,6 +13,7 @@ the full state after it.
 
 from __future__ import annotations
 
+import textwrap
 from html import escape
 
 from lernie_spec.explain import explain
@@ -49,7 +50,9 @@ tr.violating td { background: var(--badbg); }
 tr.loop td:first-child { border-left: 3px solid var(--loop); }
 code, pre, .mono { font-family: ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace;
                    font-size: .82rem; }
-pre { background: var(--lane); padding: .5rem; overflow-x: auto; }
+pre { background: var(--lane); padding: .5rem; overflow-x: auto; white-space: pre-wrap;
+      overflow-wrap: anywhere; margin: 0; }
+table.sides { width: 100%; table-layout: fixed; }
 details.step > summary { cursor: pointer; list-style: none; }
 details.step > summary::-webkit-details-marker { display: none; }
 details.step > summary::before { content: "▸ "; color: var(--mute); }
@@ -117,7 +120,11 @@ def swimlane_svg(v: Violation, why: str = "") -> str:
     inbox_x = LEFT + len(cols) * LANE_W + 10
     locks_x = inbox_x + STATE_W + 10
     width = locks_x + STATE_W + 10
-    height = HEAD_H + n * ROW_H + 20 + (ROW_H if why else 0)
+    per_line = max(40, (width - LEFT) // 7)
+    why_lines = textwrap.wrap(f"{v.invariant} breaks "
+                              + ("in this cycle" if v.loop else f"at step {n}") + ": "
+                              + why.split(": ", 1)[-1], per_line) if why else []
+    height = HEAD_H + n * ROW_H + 20 + 18 * len(why_lines) + (10 if why_lines else 0)
     loop_at = n - v.loop if v.loop else -1
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="swimlane" width="{width}" '
            f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
@@ -189,13 +196,12 @@ def swimlane_svg(v: Violation, why: str = "") -> str:
         prev_inbox, prev_locks = r["inbox"], r["locks"]
         out.append(f'<line x1="{LEFT}" y1="{y + ROW_H}" x2="{width - 6}" y2="{y + ROW_H}" '
                    f'stroke="#eef0f4"/>')
-    if why:
-        y = HEAD_H + n * ROW_H + 22
-        head = f"{v.invariant} breaks " + ("in this cycle" if v.loop else f"at step {n}")
-        out.append(f'<g class="why"><text x="{LEFT}" y="{y}" font-size="13" font-weight="700" '
-                   f'fill="#c62828">{esc(head)}: <tspan font-weight="400">'
-                   f'{esc(_clip(why.split(": ", 1)[-1], max(40, (width - LEFT) // 7 - 30)))}'
-                   f"</tspan><title>{esc(why)}</title></text></g>")
+    if why_lines:
+        y = HEAD_H + n * ROW_H + 24
+        spans = "".join(f'<tspan x="{LEFT}" dy="{0 if k == 0 else 18}">{esc(line)}</tspan>'
+                        for k, line in enumerate(why_lines))
+        out.append(f'<g class="why"><text x="{LEFT}" y="{y}" font-size="12" '
+                   f'font-weight="600" fill="#c62828">{spans}</text></g>')
     out.append("</svg>")
     return "".join(out)
 

@@ -16,6 +16,7 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from textwrap import dedent
 from typing import TYPE_CHECKING
 
 from lernie_spec import cliopts
@@ -96,7 +97,9 @@ def _verdict_body(v: Verdict) -> str:
     states = ""
     if v.real or v.nearest:
         states = _table(("the implementation's final state", "the nearest model outcome"),
-                        [(f"<pre>{esc(v.real)}</pre>", f"<pre>{esc(v.nearest)}</pre>")])
+                        [(f"<pre>{esc(dedent(v.real))}</pre>",
+                          f"<pre>{esc(dedent(v.nearest))}</pre>")]).replace(
+                              "<table>", '<table class="sides">', 1)
     return "".join([
         f'<p class="explanation">{esc(v.headline())}</p>',
         f'<div class="scroll">{program_timeline(v.program)}</div>',
@@ -141,7 +144,7 @@ def scorecard_page(card: Scorecard, verdicts: Sequence[Verdict] = ()) -> str:
             [(esc(r.id), esc(r.status), esc(", ".join(r.rules)), f"{r.seconds:.2f}")
              for r in passed])))
     meta = (f"{len(card.results)} cases, score {card.passed}/{card.applicable} applicable "
-            f"({card.percent:.0f}%), {card.seconds:.1f}s")
+            f"({card.percent:.0f}%), wall time {card.seconds:.1f}s")
     return page(f"Conformance of {card.adapter}", esc(meta), sections)
 
 

@@ -244,7 +244,11 @@ def main(argv: list[str] | None = None, prog: str = "lernie-check check") -> int
     if ns.coverage:
         from lernie_spec.coverage import measure, report
 
-        cov = measure(jobs=ns.jobs)
+        shown = Progress.of("lernie-check --coverage", ns.quiet, ns.verbose)
+        try:
+            cov = measure(jobs=ns.jobs, progress=lambda text: shown.update(text, force=True))
+        finally:
+            shown.done()
         print(report(cov))
         return 1 if cov.missing_rules() or cov.missing_cases() else 0
     scopes = tuple(SCOPES[s] for s in ns.scope) if ns.scope else DEFAULT

@@ -16,7 +16,8 @@ one (the test suite explores them once per session).
 from __future__ import annotations
 
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import NamedTuple
 
 from lernie_spec import model
@@ -79,18 +80,32 @@ def _measure_world(ns: NamedScope, liveness: bool
 
 
 def measure(worlds: tuple[NamedScope, ...] = DEFAULT, liveness: bool = False,
-            jobs: int = 1) -> Coverage:
+            jobs: int = 1, progress: Callable[[str], None] | None = None) -> Coverage:
     """Explore each world under the reference, counting rules and addressing
     cases; with `liveness`, each run also checks I-13. With `jobs` > 1 the
     worlds are explored in that many processes (the largest first) and their
-    counts added up."""
+    counts added up. `progress` is told each world explored and the states so far."""
+    done: list[int] = []
+
+    def tell(ns: NamedScope, states: int) -> None:
+        done.append(states)
+        if progress is not None:
+            progress(f"{len(done)}/{len(worlds)} worlds explored ({ns.name} last), "
+                     f"{sum(done):,} states so far")
+
     if jobs > 1 and len(worlds) > 1:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             futs = {ns.name: pool.submit(_measure_world, ns, liveness)
                     for ns in largest_first(worlds)}
+            named = {f: ns for ns in worlds for f in [futs[ns.name]]}
+            for f in as_completed(named):
+                tell(named[f], f.result()[3].states)
             parts = [futs[ns.name].result() for ns in worlds]
     else:
-        parts = [_measure_world(ns, liveness) for ns in worlds]
+        parts = []
+        for ns in worlds:
+            parts.append(_measure_world(ns, liveness))
+            tell(ns, parts[-1][3].states)
     rules: Counter[str] = Counter()
     cases: Counter[str] = Counter()
     texts: set[str] = set()

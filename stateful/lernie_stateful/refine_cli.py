@@ -231,7 +231,7 @@ def refine_main(argv: list[str]) -> int:
         return 1 if out.failed else 0
     if not out.failed:
         print(f"refine: no divergence in {out.examples} examples "
-              f"({SCOPES[ns.scope]} rules each, seed {ns.seed}, {out.seconds:.1f}s)")
+              f"({SCOPES[ns.scope]} rules each, seed {ns.seed}, wall time {out.seconds:.1f}s)")
         return 0
     print("refine: DIVERGENCE")
     print("shrunk program:")
@@ -310,6 +310,8 @@ def bugs_main(argv: list[str]) -> int:
                           "results": [{k: v for k, v in r.items() if k != "line"}
                                       for r in rows]}, indent=2))
     else:
+        print(cliopts.timing(wall, cpu) + " (seconds: the wall time to each bug's first "
+              "failure)")
         print(f"bugs: {len(chosen) - missed} caught of {len(chosen)}")
     return 0 if missed == 0 else 1
 

@@ -101,7 +101,7 @@ class Scorecard:
                          str(row["first_failure"] or "-")))
         widths = [max(len(r[i]) for r in rows) for i in range(4)]
         lines = [f"conformance of {self.adapter}: {len(self.results)} cases, "
-                 f"{self.seconds:.1f}s", ""]
+                 f"wall time {self.seconds:.1f}s", ""]
         for r in rows:
             lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False))
                          + "  " + r[4])

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
 import time
 from typing import TextIO
 
@@ -73,7 +74,8 @@ class Progress:
     """One line on stderr, redrawn at most five times a second; `done` clears it.
 
     `mode`: "auto" draws only on a terminal, "lines" prints a line at most every two
-    seconds (for logs), "off" draws nothing."""
+    seconds (for logs), "off" draws nothing. On a terminal the line's clock keeps
+    ticking between updates (a daemon thread redraws it every second)."""
 
     def __init__(self, label: str, mode: str = "auto", stream: TextIO | None = None) -> None:
         self.stream = stream if stream is not None else sys.stderr
@@ -85,6 +87,10 @@ class Progress:
         self.cpu0 = cpu_seconds()
         self._last = 0.0
         self._shown = False
+        self._text = ""
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._ticker: threading.Thread | None = None
 
     @classmethod
     def of(cls, label: str, quiet: bool = False, verbose: bool = False) -> Progress:
@@ -99,23 +105,45 @@ class Progress:
             return
         now = time.monotonic()
         gap = 0.2 if self.mode == "tty" else 2.0
+        self._text = text
         if not force and now - self._last < gap:
             return
-        self._last = now
-        line = f"{self.label}: {text} [{now - self.t0:.0f}s]"
-        if self.mode == "tty":
-            width = _columns(self.stream) - 1
-            self.stream.write("\r\x1b[K" + line[:width])
-            self._shown = True
-        else:
-            self.stream.write(line + "\n")
-        self.stream.flush()
+        self._draw(now)
+        if self.mode == "tty" and self._ticker is None:
+            self._ticker = threading.Thread(target=self._tick, daemon=True)
+            self._ticker.start()
+
+    def _draw(self, now: float) -> None:
+        with self._lock:
+            if self._stop.is_set():
+                return
+            self._last = now
+            line = f"{self.label}: {self._text} [{now - self.t0:.0f}s]"
+            if self.mode == "tty":
+                width = _columns(self.stream) - 1
+                self.stream.write("\r\x1b[K" + line[:width])
+                self._shown = True
+            else:
+                self.stream.write(line + "\n")
+            self.stream.flush()
+
+    def _tick(self) -> None:
+        while not self._stop.wait(1.0):
+            if time.monotonic() - self._last >= 1.0:
+                self._draw(time.monotonic())
 
     def done(self) -> None:
-        if self.mode == "tty" and self._shown:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
-            self._shown = False
+        """Clear the line; later updates draw it again."""
+        self._stop.set()
+        if self._ticker is not None:
+            self._ticker.join()
+            self._ticker = None
+        with self._lock:
+            if self.mode == "tty" and self._shown:
+                self.stream.write("\r\x1b[K")
+                self.stream.flush()
+                self._shown = False
+        self._stop.clear()
 
     def times(self) -> tuple[float, float]:
         """(wall seconds, CPU seconds of this process and its finished workers) so far."""

@@ -20,7 +20,8 @@ EXIT_CODES = """exit codes:
   0  everything checked is as expected
   1  a check failed (a violation, a survivor, a divergence, a missed bug, a failing case)
      or its input could not be read
-  2  usage error (unknown option, subcommand, variant, mutant, bug or invariant)"""
+  2  usage error (unknown option, subcommand, variant, mutant, bug or invariant)
+  130  interrupted (Ctrl-C)"""
 
 
 def version() -> str:

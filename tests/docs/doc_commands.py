@@ -20,6 +20,11 @@ options ``pytest --help`` lists here and the paths it names. Everything else
 must be a program on ``PATH`` or a shell builtin, or sit in :data:`ALLOWED`
 with the reason it cannot be checked here. :func:`runs_for_real` picks the
 cheap commands the test also runs for real.
+
+Inline code in the prose that names a ``lernie`` verb, a ``lernie-check``
+subcommand or a ``python -m`` module (a synopsis such as ``lernie stop <ws> <id>``,
+or a name) is a mention, not a command: :func:`check_mention` checks that the verb,
+subcommand, module and every ``--option`` it names exist.
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ ALLOWED_PYTEST_OPTIONS: dict[str, str] = {
     "-n": "pytest-xdist is not in the test extra (docs/refinement.md, Scale-out)",
 }
 SHELL_BUILTINS = frozenset({"export", "cd"})
-PLAIN_PROGRAMS = frozenset({"git", "chmod", "timeout", "mypy", "ruff", "lint-imports"})
+PLAIN_PROGRAMS = frozenset({"git", "chmod", "mypy", "ruff", "lint-imports"})
 PIP_OPTIONS = frozenset({"-q", "-e", "--no-build-isolation", "--upgrade", "-U"})
 PYTEST_VALUE_OPTIONS = frozenset({"-m", "-k", "-n", "-p", "-c"})
 OPERATORS = frozenset({"&&", "||", "|", ";", "&"})
@@ -324,17 +329,7 @@ def _check_python(args: list[str]) -> str | None:
             return _check_pytest(rest)
         if importlib.util.find_spec(module) is None:
             return f"no module {module!r}"
-
-        def run_module() -> None:
-            saved = sys.argv
-            sys.argv = [module, *rest]
-            sys.modules.pop(module, None)  # run it as __main__, not the imported copy
-            try:
-                runpy.run_module(module, run_name="__main__", alter_sys=False)
-            finally:
-                sys.argv = saved
-
-        return _parse_only(run_module)[1]
+        return _parse_only(_run_module, module, rest)[1]
     if args and args[0].endswith(".py"):
         script = ROOT / args[0]
         if not script.is_file():
@@ -371,6 +366,15 @@ def check_segment(seg: Segment) -> str | None:
         return _check_pytest(args)
     if program == "python":
         return _check_python(args)
+    if program == "timeout":
+        rest = list(args)
+        while rest and rest[0].startswith("-"):
+            option = rest.pop(0)
+            if option in ("-s", "-k", "--signal", "--kill-after") and rest:
+                rest.pop(0)
+        if len(rest) < 2 or not re.fullmatch(r"[0-9.]+[smhd]?", rest[0]):
+            return "timeout needs a duration and a command"
+        return check_segment(Segment({}, rest[1:]))
     if program in PLAIN_PROGRAMS:
         venv_bin = str(Path(sys.executable).parent)
         found = shutil.which(program) or shutil.which(program, path=venv_bin)
@@ -391,6 +395,86 @@ def check(command: DocCommand) -> str | None:
         if why is not None:
             return f"{' '.join(seg.argv)}: {why}"
     return None
+
+
+MENTION = re.compile(r"`([^`]+)`")
+MENTIONED = re.compile(r"^(lernie|lernie-check|python3? -m) ")
+
+
+def mentions(markdown: str, path: str) -> list[DocCommand]:
+    """Inline code outside fences that names a ``lernie`` verb, a ``lernie-check``
+    subcommand or option, or a ``python -m`` module: synopses (``lernie stop <ws>
+    <id>``) and names in prose, not commands to paste. Error messages quoted in the
+    text (``lernie stop: ...``) are left out."""
+    lines, fenced = [], False
+    for line in markdown.split("\n"):
+        if line.strip().startswith("```"):
+            fenced = not fenced
+            lines.append("")
+        else:
+            lines.append("" if fenced else line)
+    text = "\n".join(lines)
+    out = []
+    for match in MENTION.finditer(text):
+        span = " ".join(match.group(1).split())
+        words = span.split()
+        if MENTIONED.match(span) and not words[1].endswith(":"):
+            out.append(DocCommand(path, text.count("\n", 0, match.start()) + 1, span))
+    return out
+
+
+def _help_of(call: Callable[..., object], *args: object) -> str:
+    out = io.StringIO()
+    with contextlib.suppress(SystemExit), contextlib.redirect_stdout(out), \
+            contextlib.redirect_stderr(io.StringIO()):
+        call(*args)
+    return out.getvalue()
+
+
+def _options_missing(span: str, help_text: str) -> str | None:
+    for option in re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", span):
+        if not re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", help_text):
+            return f"no option {option}"
+    return None
+
+
+def check_mention(mention: DocCommand) -> str | None:
+    """None when the verb, subcommand, options and module a mention names exist."""
+    words = mention.text.split()
+    if words[0] == "lernie":
+        from lernie_ref.cli import VERBS, _parse
+
+        verb = words[1]
+        if verb not in VERBS:
+            return f"lernie has no verb {verb!r}"
+        return _options_missing(mention.text, _help_of(_parse, verb, [verb, "--help"]))
+    if words[0] == "lernie-check":
+        from lernie_spec import check as lc
+
+        sub = words[1] if words[1] in lc.SUBCOMMANDS else None
+        if sub is None and not words[1].startswith(("-", "[")):
+            return f"lernie-check has no subcommand {words[1]!r}"
+        if sub == "mutants":
+            return None
+        run = lc.SUBCOMMANDS[sub] if sub else lc.main
+        return _options_missing(mention.text, _help_of(run, ["--help"]))
+    module = words[2] if len(words) > 2 else ""
+    if importlib.util.find_spec(module) is None:
+        return f"no module {module!r}"
+    if "--" not in mention.text:
+        return None  # nothing to look up, and nothing run
+    return _options_missing(mention.text, _help_of(_run_module, module, ["--help"]))
+
+
+def _run_module(module: str, args: list[str]) -> None:
+    """``python -m module args`` in this process."""
+    saved = sys.argv
+    sys.argv = [module, *args]
+    sys.modules.pop(module, None)  # run it as __main__, not the imported copy
+    try:
+        runpy.run_module(module, run_name="__main__", alter_sys=False)
+    finally:
+        sys.argv = saved
 
 
 @dataclass

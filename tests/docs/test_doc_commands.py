@@ -21,7 +21,9 @@ from tests.docs.doc_commands import (
     DocCommand,
     Session,
     check,
+    check_mention,
     extract,
+    mentions,
     runs_for_real,
     segments,
 )
@@ -58,6 +60,14 @@ def test_the_quick_start_commands_are_extracted() -> None:
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: f"{c.path}:{c.line}")
 def test_every_doc_command_exists(command: DocCommand) -> None:
     assert check(command) is None, str(command)
+
+
+MENTIONS = [m for doc in DOCS for m in mentions(doc.read_text(encoding="utf-8"), _name(doc))]
+
+
+@pytest.mark.parametrize("mention", MENTIONS, ids=lambda m: f"{m.path}:{m.line}")
+def test_every_verb_and_option_the_prose_names_exists(mention: DocCommand) -> None:
+    assert check_mention(mention) is None, str(mention)
 
 
 def _argv(program: str) -> list[str]:
@@ -134,6 +144,7 @@ $ .venv/bin/pytest -q tests/no_such_folder
 $ python -m benchmarks --no-such-option
 $ python -m no_such_module
 $ no-such-program --help
+$ timeout 60 lernie frobnicate ws
 $ git diff | lernie message ws builder - && lernie frobnicate ws
 ```
 
@@ -166,6 +177,33 @@ def test_every_planted_bad_command_fails_its_check() -> None:
         failures["lernie-check --variant no-such-variant --trace"])
     assert "no extra" in str(failures[".venv/bin/pip install -q -e '.[no-such-extra]'"])
     assert "unknown program" in str(failures["no-such-program --help"])
+
+
+PLANTED_PROSE = """
+Run `lernie stop <ws> <id>` or `lernie halt <ws> <id>`; `lernie prompt <ws> --urgent`;
+`lernie-check audit <ws> [--json]`, `lernie-check verify`, `lernie-check --no-such`,
+`lernie-check refine [--no-such N]`, `python -m no_such_module`, `python -m benchmarks
+--no-such`. An error reads `lernie stop: no agent` (a message, not a mention).
+
+```console
+$ lernie status ws   # `lernie frobnicate` inside a block is not prose
+```
+"""
+
+
+def test_planted_mentions_fail_where_the_name_does_not_exist() -> None:
+    found = {m.text: check_mention(m) for m in mentions(PLANTED_PROSE, "planted.md")}
+    assert found == {
+        "lernie stop <ws> <id>": None,
+        "lernie halt <ws> <id>": "lernie has no verb 'halt'",
+        "lernie prompt <ws> --urgent": "no option --urgent",
+        "lernie-check audit <ws> [--json]": None,
+        "lernie-check verify": "lernie-check has no subcommand 'verify'",
+        "lernie-check --no-such": "no option --no-such",
+        "lernie-check refine [--no-such N]": "no option --no-such",
+        "python -m no_such_module": "no module 'no_such_module'",
+        "python -m benchmarks --no-such": "no option --no-such",
+    }
 
 
 def test_the_real_parsers_accept_what_the_docs_show() -> None:

@@ -287,8 +287,7 @@ def main(argv: list[str] | None = None, prog: str = "lernie-check check") -> int
         print()
         print(table(outs))
         print()
-        print(cliopts.timing(wall, cpu, jobs) + " (cpu: each variant's explorations, "
-              "summed over the workers that ran them)")
+        print(cliopts.timing(wall, cpu, jobs))
         bad = [o.variant.name for o in outs if not o.ok]
         print("all as expected" if ok else "NOT as expected: " + ", ".join(bad))
     return 0 if ok else 1

@@ -4,7 +4,6 @@ progress on a terminal only, wall and CPU time, the bash completion."""
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import os
 import pty
@@ -164,16 +163,6 @@ def test_verbose_progress_as_lines_when_not_a_terminal() -> None:
                 "--variant", "litany-0.0.12")
     assert proc.returncode == 0
     assert "explorations done" in proc.stderr and "\r" not in proc.stderr
-
-
-def test_the_model_library_imports_no_checker() -> None:
-    """lernie_spec (the model and its checker library) never imports lernie_stateful."""
-    for path in sorted((ROOT / "spec" / "lernie_spec").glob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
-                     [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
-            for n in names:
-                assert not n.startswith("lernie_stateful"), f"{path.name} imports {n}"
 
 
 def test_old_invocation_through_the_model_module_still_runs_every_subcommand() -> None:

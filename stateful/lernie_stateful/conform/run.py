@@ -443,9 +443,9 @@ def outcome_check(adapter: Adapter, card: Scorecard, examples: int, seed: int,
                   program_file: Path | None = None, keep: Path | None = None,
                   progress: Progress | None = None,
                   verdicts: list[Verdict] | None = None) -> list[str]:
-    """Run the outcome programs (README, "Outcome conformance"); each joins the scorecard
-    as a case of the area ``outcome``. Returns the failure reports; ``verdicts`` collects
-    the failing programs' verdicts (for the HTML report)."""
+    """Run the outcome programs (docs/conformance.md, "Outcome conformance"); each joins
+    the scorecard as a case of the area ``outcome``. Returns the failure reports;
+    ``verdicts`` collects the failing programs' verdicts (for the HTML report)."""
     from lernie_stateful.conform.outcome import all_programs, check, load_programs
 
     start = time.monotonic()

@@ -186,8 +186,16 @@ def _scope_line(scopes: tuple[NamedScope, ...]) -> str:
     return head + "; ".join(f"{ns.name} ({ns.summary})" for ns in scopes)
 
 
+HELP = """\
+Explore the model's worlds. With no options: the default scope for every profile
+and variant, one table, exit 0 only if `reference` holds every invariant and every
+variant shows each violation it is expected to. `--variant NAME --trace` prints a
+shortest counterexample as a swimlane that ends with why its last step breaks the
+invariant; `--html FILE` draws the run's counterexamples in one page."""
+
+
 def build_parser(prog: str = "lernie-check check") -> argparse.ArgumentParser:
-    ap = cliopts.parser(prog, __doc__ or "")
+    ap = cliopts.parser(prog, HELP)
     ap.add_argument("--variant", action="append", metavar="NAME",
                     help="check only this profile or variant (repeatable; default: all of "
                     "them, see --list)")

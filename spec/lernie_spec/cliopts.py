@@ -172,9 +172,10 @@ def _isatty(stream: TextIO) -> bool:
 
 def _columns(stream: TextIO) -> int:
     try:
-        return os.get_terminal_size(stream.fileno()).columns
+        cols = os.get_terminal_size(stream.fileno()).columns
     except (AttributeError, ValueError, OSError):
         return 80
+    return cols if cols > 20 else 200  # a terminal that reports no size
 
 
 def terminal_width(default: int = 100) -> int:

@@ -117,7 +117,8 @@ def run(examples: int, seed: int, steps: int, bug: Bug | None = None,
         def __init__(self) -> None:
             counter["examples"] += 1
             if progress is not None:
-                progress.update(f"{label}{int(counter['examples'])}/{examples} examples run"
+                progress.update(f"{label}{int(counter['examples'])} examples run "
+                                f"(--examples {examples})"
                                 + (", failed: shrinking" if counter["first"] else ""))
             super().__init__()
 

@@ -50,6 +50,7 @@ was run without crashes and is quiescent).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -935,9 +936,15 @@ def main(argv: Sequence[str]) -> int:
         print(f"lernie-check audit: {exc}", file=sys.stderr)
         return 1
     if args.html:
-        from lernie_stateful.report import audit_page, write
+        from lernie_stateful.report import audit_page, commits_named, write
 
-        write(args.html, audit_page(report, args.strict))
+        subjects: dict[str, str] = {}
+        git = Git(Path(args.workspace) / Layout().repo)
+        for c in commits_named(report):
+            with contextlib.suppress(AuditError):
+                subjects[c] = git.run("log", "-1", "--format=%s", c).decode(
+                    "utf-8", "replace").strip()
+        write(args.html, audit_page(report, args.strict, subjects))
     if args.json:
         print(json.dumps(report.as_json(args.strict), indent=1))
     else:

@@ -153,7 +153,14 @@ def scorecard_page(card: Scorecard, verdicts: Sequence[Verdict] = ()) -> str:
 _COMMIT = re.compile(r"^[0-9a-f]{7,40}$")
 
 
-def audit_page(report: Report, strict: bool = False) -> str:
+def commits_named(report: Report) -> list[str]:
+    """The commits the findings name (abbreviated hashes as the audit writes them)."""
+    return sorted({w for f in report.findings for w in f.where if _COMMIT.match(w)})
+
+
+def audit_page(report: Report, strict: bool = False,
+               subjects: dict[str, str] | None = None) -> str:
+    """The audit as a page; ``subjects`` (commit -> subject line) labels the commits."""
     bad = report.violations(strict)
     by_agent: dict[str, list[int]] = {}
     for k, f in enumerate(report.findings):
@@ -182,9 +189,12 @@ def audit_page(report: Report, strict: bool = False) -> str:
             _table(("finding", "check", "rules", "what", "commits", "files"), rows, cls),
             bad=n_bad > 0, is_open=n_bad > 0,
             tag=f"{n_bad} violations" if n_bad else "notes only"))
-    shown_commits = ", ".join(f"<code>{esc(c)}</code>" for c in sorted(commits)) or "none"
+    named = subjects or {}
+    shown_commits = "".join(
+        f"<li><code>{esc(c)}</code> {esc(named.get(c, ''))}</li>" for c in sorted(commits))
+    shown_commits = f"<ul>{shown_commits}</ul>" if shown_commits else "none"
     shown_files = ", ".join(f"<code>{esc(x)}</code>" for x in sorted(files)) or "none"
-    summary = (f'<p class="commits">offending commits: {shown_commits}</p>'
+    summary = (f'<div class="commits">offending commits: {shown_commits}</div>'
                f'<p class="files">offending files: {shown_files}</p>')
     verdict = "ok" if not bad else "FAILED"
     sections.insert(0, section("verdict", summary, bad=bool(bad), is_open=True,

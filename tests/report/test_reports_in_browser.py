@@ -120,8 +120,9 @@ def test_an_audit_names_the_offending_commit_and_file(tmp_path: Path) -> None:
     seen = _load(out, "audit-renumbered-entry")
     text = seen.dom
     assert f"agent {lead}" in text
-    commits = re.search(r'class="commits">offending commits: (.*?)</p>', text)
+    commits = re.search(r'class="commits">offending commits: (.*?)</div>', text)
     assert commits and bad[:12] in commits.group(1)
+    assert f"transcript 013: tool [{lead}]" in commits.group(1)  # the commit's subject
     files = re.search(r'class="files">offending files: (.*?)</p>', text)
     assert files and old in files.group(1)
     assert "FAILED" in text

@@ -152,6 +152,14 @@ def test_progress_shows_on_a_terminal_and_is_cleared() -> None:
     assert seen.endswith("\r\x1b[K")  # the line is wiped before the product is read
 
 
+def test_conform_shows_the_cases_scored_on_a_terminal() -> None:
+    code, seen = _on_a_terminal("conform", "--impl", "lernie", "-k",
+                                "prompt-prints-a-root-id")
+    assert code == 0
+    assert "lernie-check conform: case " in seen and "failed so far" in seen
+    assert seen.endswith("\r\x1b[K")
+
+
 def test_quiet_silences_progress_even_on_a_terminal() -> None:
     code, seen = _on_a_terminal("-q", "--scope", "races", "--jobs", "2",
                                 "--variant", "reference")

@@ -157,8 +157,8 @@ def _bounded(play: Callable[[Callable[[str], None]], _Verdict],
     first failure: then the child and every process it started are killed. ``play`` gets
     a callback that writes a line to the parent: ``F <example> <seconds>`` at the first
     failure, and ``S`` when the next example starts (the failure is in the example
-    database by then: the budget starts there). The child's verdict is ``None`` when the budget cut it
-    (the shortest program it found is in the example database)."""
+    database by then: the budget starts there). The child's verdict is ``None`` when the
+    budget cut it (the shortest program it found is in the example database)."""
     rfd, wfd = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: run, report, and leave without unwinding the parent's stack

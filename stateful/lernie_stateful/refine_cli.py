@@ -1,12 +1,18 @@
 """`lernie-check refine` and `lernie-check bugs`: the refinement machine from the command line.
 
 ``refine`` runs the machine on the installed implementation: exit 0 when no
-divergence shows in N examples, else exit 1 with Hypothesis's shrunk program,
-the swimlane of the implementation's points and the abstract states side by side.
-``bugs`` runs it once per seeded bug (``lernie_stateful.seeded_bugs``) and prints
-bug, caught, examples run, seconds to the first failure and the shrunk program's
-length; exit 0 only when every bug is caught. A failing program is replayed without
-the bug: one that fails there too ("shared") is not counted as the bug's catch.
+divergence shows in N examples, else exit 1 with the shrunk failing program (one step
+a line, each with what its ``data(...)`` drew), the swimlane of the implementation's
+points and the abstract states side by side. ``bugs`` runs it once per seeded bug
+(``lernie_stateful.seeded_bugs``) and prints bug, caught, examples run, seconds to the
+first failure and the shrunk program's length, then the program; exit 0 only when every
+bug is caught. A failing program is replayed without the bug: one that fails there too
+("shared") is not counted as the bug's catch.
+
+Shrinking is bounded by the checker: with ``--shrink S`` > 0 the run happens in a child
+process that is killed S seconds after its first failure was stored, and the shortest
+program it stored is replayed here. Hypothesis's own five-minute shrink limit, whose
+abort prints a request to report a Hypothesis bug, is never reached (``MAX_SHRINK``).
 """
 
 from __future__ import annotations

@@ -4,18 +4,18 @@ sees, and the catalogue names the mutant it kills."""
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import subprocess
 from pathlib import Path
 
-from lernie_ref.actors.probe import ProbeOutcome
 from lernie_ref.actors.sweep import REVIVE_LIMIT, scan
 from lernie_ref.core.clock import SystemClock
 from lernie_ref.inbox import RecordingLauncher, cli_dispatch, cli_message, cli_prompt
 from lernie_ref.operator.stop import stop
-from lernie_ref.substrate.deposit import deposit
-from lernie_ref.substrate.lock import try_acquire
+from lernie_ref.substrate import guarded
+from lernie_ref.substrate.deposit import CHUNK, ContentStream, deposit
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import FixedClock, Inline, Point
 from tests.operator_verbs.opkit import spawn_holder
@@ -49,40 +49,6 @@ def test_r_stop_3_a_stop_reaches_the_grandchildren_of_the_stopped_agent(ws: Work
             _reap(proc)
 
 
-def test_r_dep_2_a_number_follows_the_largest_not_the_count(
-    ws: Workspace, fixed_clock: FixedClock
-) -> None:
-    """Kills ``deposit-number-from-count``: with only ``op-003.md`` pending (1 and 2 were
-    delivered), the sender's next deposit is ``op-004.md``: one more than the largest number
-    pending, not the count of pending deposits plus one."""
-    root = cli_prompt(ws, "lead", "", RecordingLauncher())
-    paths = [Path(deposit(ws.root, root, "op", f"note {k}", fixed_clock)) for k in (1, 2, 3)]
-    assert [p.name for p in paths] == ["op-001.md", "op-002.md", "op-003.md"]
-    for p in paths[:2]:
-        os.unlink(p)  # as a delivery takes them out of the inbox
-    nxt = Path(deposit(ws.root, root, "op", "note 4", fixed_clock))
-    assert nxt.name == "op-004.md"
-    assert sorted(os.listdir(ws.inbox_dir(root))) == ["op-003.md", "op-004.md", "user-001.md"]
-
-
-def test_r_probe_1_a_launched_driver_finds_the_lock_free(ws: Workspace) -> None:
-    """Kills ``launch-under-probe-lock``: a driver started by a writer's probe that takes the
-    lock at once (a fast machine) gets it; a probe that launched while it still held the lock
-    would make that driver read "busy" and leave the mail for nobody."""
-    root = cli_prompt(ws, "lead", "", RecordingLauncher())
-    got: list[bool] = []
-
-    def driver_starts(ws_root: Path, agent: str) -> None:
-        lock = try_acquire(Workspace(ws_root).inbox_dir(agent))
-        got.append(lock is not None)
-        if lock is not None:
-            lock.release()
-
-    outcome = cli_message(ws, root, "hello", "op", RecordingLauncher(driver_starts))
-    assert outcome is ProbeOutcome.LAUNCHED
-    assert got == [True]
-
-
 def test_r_scan_10_progress_resets_the_crash_loop_guard(ws: Workspace) -> None:
     """Kills ``crash-loop-guard-never-resets``: after the guard gave up on an agent at one
     tip, new mail that reaches its branch is progress, and the next death there is revived."""
@@ -100,3 +66,31 @@ def test_r_scan_10_progress_resets_the_crash_loop_guard(ws: Workspace) -> None:
     report = scan(ws, rec, SystemClock())
     assert report.revived == [root] and report.given_up == []
     assert rec.launches == [(ws.root, root)]
+
+
+def test_r_ws_7_a_guarded_replace_never_writes_through_a_hard_link(tmp_path: Path) -> None:
+    """Kills ``guarded-replace-writes-through``: a hard link planted under the name a
+    guarded replace writes (the revivals record's temp, for one) is removed, not written
+    through: the file it shares an inode with keeps its bytes."""
+    outside = tmp_path / "outside.txt"
+    outside.write_bytes(b"keep me")
+    inner = tmp_path / "steps"
+    inner.mkdir()
+    os.link(outside, inner / ".revivals.tmp")
+    with guarded.walk(tmp_path, ("steps",)) as steps:
+        steps.replace(".revivals.tmp", b"tip 1\n")
+    assert outside.read_bytes() == b"keep me"
+    assert (inner / ".revivals.tmp").read_bytes() == b"tip 1\n"
+
+
+def test_r_cli_6_streamed_text_split_inside_a_character_is_text(
+    ws: Workspace, fixed_clock: FixedClock
+) -> None:
+    """Kills ``streamed-content-decoded-per-piece``: streamed content is read in pieces of
+    ``CHUNK`` bytes; a two-byte character that the piece boundary cuts in half is still
+    UTF-8 text, and the deposit carries it byte for byte."""
+    root = cli_prompt(ws, "lead", "", RecordingLauncher())
+    body = b"a" * (CHUNK - 1) + "é".encode() + b" end"
+    path = Path(deposit(ws.root, root, "op", ContentStream(io.BytesIO(body), "stdin"),
+                        fixed_clock))
+    assert path.read_bytes().endswith(b"\n---\n" + body)

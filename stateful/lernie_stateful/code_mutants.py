@@ -108,7 +108,9 @@ MUTANTS: tuple[Mutant, ...] = (
         "            inbox.unlink(item.name)\n"
         "            messages.write_new(name, data)\n",
         "R-DRAIN-4", "delivery unlinks the deposit, then writes the entry (not one rename)",
-        (CRASH_POINTS, refine())),
+        (tests("tests/codemut/test_killers.py::"
+               "test_r_drain_4_a_delivery_that_cannot_write_loses_nothing"), refine(),
+         CRASH_POINTS)),
     Mutant(
         "lock-released-by-close", "lernie_ref/substrate/lock.py",
         "        try:\n            fcntl.flock(fd, fcntl.LOCK_UN)\n        finally:\n"

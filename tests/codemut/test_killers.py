@@ -4,11 +4,17 @@ sees, and the catalogue names the mutant it kills."""
 
 from __future__ import annotations
 
+import base64
 import io
 import os
+import resource
 import signal
 import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
+
+from conftest import run_cli, wait_quiescent
 
 from lernie_ref.actors.sweep import REVIVE_LIMIT, scan
 from lernie_ref.core.clock import SystemClock
@@ -18,6 +24,7 @@ from lernie_ref.substrate import guarded
 from lernie_ref.substrate.deposit import CHUNK, ContentStream, deposit
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import FixedClock, Inline, Point
+from tests.driver.util import entries, inbox_names, worktree_clean
 from tests.operator_verbs.opkit import spawn_holder
 
 
@@ -94,3 +101,37 @@ def test_r_cli_6_streamed_text_split_inside_a_character_is_text(
     path = Path(deposit(ws.root, root, "op", ContentStream(io.BytesIO(body), "stdin"),
                         fixed_clock))
     assert path.read_bytes().endswith(b"\n---\n" + body)
+
+
+def _file_size_limit(limit: int) -> Callable[[], None]:
+    """For a child process: files it writes stop growing at ``limit`` bytes (``EFBIG``,
+    as on a full disk; the signal that would kill it is ignored)."""
+
+    def apply() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return apply
+
+
+def test_r_drain_4_a_delivery_that_cannot_write_loses_nothing(ws: Workspace) -> None:
+    """Kills ``delivery-unlinks-then-writes``: a driver whose writes fail past 16 KiB (a
+    full disk) delivers a 64 KiB message. The delivery is a rename, which writes no data,
+    so the message survives whole and the next hop commits it; a delivery that took the
+    deposit out of the inbox and then wrote the entry would leave a truncated entry."""
+    root = cli_prompt(ws, "lead", "", RecordingLauncher())
+    assert run_cli(["advance", str(ws.root), root]).returncode == 0
+    wait_quiescent(ws)
+    body = base64.b64encode(os.urandom(48 * 1024)).decode()
+    cli_message(ws, root, body, "op", RecordingLauncher())
+    env = {k: v for k, v in os.environ.items() if k not in ("LERNIE_CONV_BRANCH", "LERNIE_LOCK_FD")}
+    full = subprocess.run([sys.executable, "-m", "lernie_ref", "advance", str(ws.root), root],
+                          env=env, capture_output=True, text=True, timeout=120, check=False,
+                          preexec_fn=_file_size_limit(16 * 1024))
+    assert full.returncode == 1, full.stderr  # the disk was full for it: the hop failed
+    assert run_cli(["advance", str(ws.root), root]).returncode == 0
+    wait_quiescent(ws)
+    carried = [e for e in entries(ws, root) if e.origin == "op"]
+    assert len(carried) == 1
+    assert carried[0].path.read_text(encoding="utf-8").endswith(body)
+    assert inbox_names(ws, root) == [] and worktree_clean(ws, root)

@@ -182,7 +182,9 @@ MUTANTS: tuple[Mutant, ...] = (
         "        if key != self._packed_key:\n",
         "        if self._packed_key is None:\n",
         "R-WS-5", "the ref files' reader never re-reads a changed packed-refs",
-        (tests("tests/operator_verbs/test_ref_files.py"),)),
+        (tests("tests/codemut/test_killers.py::"
+               "test_r_ws_5_ref_files_read_packed_refs_again_after_it_changed"),
+         tests("tests/operator_verbs/test_ref_files.py"))),
     Mutant(
         "model-timeout-not-passed", "lernie_ref/adapters/__init__.py",
         "        return CommandModel(model_command, timeout=None if config is None "
@@ -287,7 +289,8 @@ def run_check(check: Check, root: Path, copy: Path, cwd: Path,
     except subprocess.TimeoutExpired:
         return True, f"timed out after {timeout:.0f} s"
     out = (proc.stdout + proc.stderr).strip().splitlines()
-    tail = "\n".join(out[-3:])
+    failed = [line.split()[1] for line in out if line.startswith("FAILED ")]
+    tail = failed[0] if failed else "\n".join(out[-3:])
     if check.kind == "pytest" and proc.returncode not in (0, 1):
         raise RuntimeError(f"pytest exited {proc.returncode} for {check.label}: {tail}")
     return proc.returncode != 0, tail
@@ -306,7 +309,10 @@ def run_mutant(m: Mutant, root: Path, timeout: float = CHECK_TIMEOUT_S) -> Resul
         for check in m.checks:
             failed, tail = run_check(check, root, copy, work, timeout)
             if failed:
-                return Result(m, "killed", check.label, time.monotonic() - start, tail)
+                by = check.label
+                if check.kind == "pytest" and "::" in tail:  # the test that failed
+                    by = "pytest " + tail.rpartition("::")[2].partition(" ")[0]
+                return Result(m, "killed", by, time.monotonic() - start, tail)
     return Result(m, "survived", "", time.monotonic() - start)
 
 

@@ -18,10 +18,12 @@ from conftest import run_cli, wait_quiescent
 
 from lernie_ref.actors.sweep import REVIVE_LIMIT, scan
 from lernie_ref.core.clock import SystemClock
+from lernie_ref.core.vocab import AGENT_REF_PREFIX
 from lernie_ref.inbox import RecordingLauncher, cli_dispatch, cli_message, cli_prompt
 from lernie_ref.operator.stop import stop
 from lernie_ref.substrate import guarded
 from lernie_ref.substrate.deposit import CHUNK, ContentStream, deposit
+from lernie_ref.substrate.refsnap import RefFiles
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import FixedClock, Inline, Point
 from tests.driver.util import entries, inbox_names, worktree_clean
@@ -135,3 +137,24 @@ def test_r_drain_4_a_delivery_that_cannot_write_loses_nothing(ws: Workspace) -> 
     assert len(carried) == 1
     assert carried[0].path.read_text(encoding="utf-8").endswith(body)
     assert inbox_names(ws, root) == [] and worktree_clean(ws, root)
+
+
+def test_r_ws_5_ref_files_read_packed_refs_again_after_it_changed(ws: Workspace) -> None:
+    """Kills ``packed-refs-read-once``: one reader asked again after ``packed-refs`` was
+    rewritten (a ref moved, then packed) answers what git answers now, not what the file
+    held the first time."""
+    root = cli_prompt(ws, "lead", "", RecordingLauncher())
+    ref = f"{AGENT_REF_PREFIX}{root}"
+
+    def git(*args: str) -> str:
+        return ws.git.run(ws.repo_git, list(args)).stdout.strip()
+
+    git("pack-refs", "--all")
+    files = RefFiles(ws.repo_git)
+    first = git("rev-parse", "--verify", ref)
+    assert files.value(ref) == first
+    moved = git("commit-tree", f"{first}^{{tree}}", "-p", first, "-m", "another commit")
+    git("update-ref", ref, moved, first)
+    git("pack-refs", "--all")
+    assert not (ws.repo_git / ref).exists()  # the value is in packed-refs alone
+    assert files.value(ref) == git("rev-parse", "--verify", ref) == moved

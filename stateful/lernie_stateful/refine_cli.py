@@ -365,7 +365,8 @@ def refine_main(argv: list[str]) -> int:
               f"({SCOPES[ns.scope]} rules each, seed {ns.seed}, {out.seconds:.1f}s)")
         return 0
     print(f"refine: DIVERGENCE (example {out.first_at}, after {out.seconds:.1f} s)")
-    print(f"failing program ({len(out.program)} steps; {_shrink_note(out)}):")
+    n = len(out.program)
+    print(f"failing program ({n} step{'s' * (n != 1)}; {_shrink_note(out)}):")
     print("\n".join(_program(out, "  ")))
     if out.draws:
         print("what its data(...) drew, in order:")
@@ -430,7 +431,8 @@ def bugs_main(argv: list[str]) -> int:
                   flush=True)
         if caught and not ns.no_programs:
             shown = min(caught, key=lambda r: len(r.program))
-            print(f"    {bug.summary}; failing program, {len(shown.program)} steps, "
+            n = len(shown.program)
+            print(f"    {bug.summary}; failing program, {n} step{'s' * (n != 1)}, "
                   f"{_shrink_note(shown)}:")
             print("\n".join(_program(shown, "      ")), flush=True)
     print(f"bugs: {len(chosen) - missed} caught of {len(chosen)} "

@@ -183,11 +183,13 @@ def _bounded(play: Callable[[Callable[[str], None]], _Verdict],
             code = 0
         finally:
             os._exit(code)
+    with contextlib.suppress(OSError):  # here too, so the group exists before any kill
+        os.setpgid(pid, pid)
     os.close(wfd)
     buf = b""
     deadline: float | None = None
     failed_at = 0.0
-    cut = False
+    cut = finished = False
     try:
         while True:
             wait = None if deadline is None else max(0.0, deadline - time.monotonic())
@@ -196,7 +198,8 @@ def _bounded(play: Callable[[Callable[[str], None]], _Verdict],
                 cut = True
                 break
             chunk = os.read(rfd, 1 << 16)
-            if not chunk:
+            if not chunk:  # the child is done
+                finished = True
                 break
             buf += chunk
             if deadline is None and b"\nS\n" in b"\n" + buf:
@@ -204,7 +207,7 @@ def _bounded(play: Callable[[Callable[[str], None]], _Verdict],
                 deadline = failed_at + shrink
     finally:
         os.close(rfd)
-        if cut:
+        if not finished:  # cut by the budget, or interrupted here (^C reaches only us)
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
         os.waitpid(pid, 0)

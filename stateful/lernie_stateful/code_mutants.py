@@ -47,7 +47,7 @@ class Check(NamedTuple):
             return "pytest " + " ".join(a.rpartition("::")[2] or a for a in self.args)
         if self.kind == "refine":
             return "refine " + " ".join(self.args)
-        return self.kind
+        return " ".join((self.kind, *self.args)) if self.kind == "kit" else self.kind
 
 
 def refine(examples: int = 10, seed: int = 0) -> Check:
@@ -194,6 +194,13 @@ MUTANTS: tuple[Mutant, ...] = (
         (tests("tests/adapters/test_settings.py::"
                "test_r_step_5_model_timeout_fails_the_hop_with_one_line_through_the_cli"),
          tests("tests/adapters"))),
+    Mutant(
+        "stop-unknown-agent-text", "lernie_ref/core/errors.py",
+        'super().__init__(f"branch {debug_quote(agent_id)} does not exist in repo")',
+        'super().__init__(f"agent {debug_quote(agent_id)} does not exist")',
+        "R-STOP-1", "`lernie stop` of an unknown agent words its error its own way (upstream's "
+        "text is exact)",
+        (Check("kit", ("-k", "stop")),)),
     Mutant(
         "one-retry-too-many", "lernie_ref/adapters/provider.py",
         "if not failure.retryable or retry >= self.settings.max_retries:",

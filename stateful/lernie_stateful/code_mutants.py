@@ -13,8 +13,9 @@ that no observable outcome changes (``Mutant.equivalent``), and is then not run.
 The checkers: ``refine`` (the refinement machine at a small budget, no shrinking),
 ``crash-points`` (the crash-point enumeration's CI-sized sample), ``kit`` (the conformance
 kit's exact-interface scenarios through the reference's own adapter) and ``pytest`` (named
-tests). ``--baseline`` first runs every chosen checker on the unedited copy: a checker that
-fails there would kill anything and proves nothing.
+tests). ``--baseline`` also runs each checker that killed a mutant on the unedited copy
+(once per checker): one that fails there would kill anything and proves nothing, so the
+mutant's verdict is then an error, not a kill.
 """
 
 from __future__ import annotations
@@ -233,6 +234,7 @@ class Result(NamedTuple):
     by: str  # the checker that killed it, or ""
     seconds: float
     detail: str = ""
+    check: Check | None = None  # the checker that killed it
 
 
 def project_root() -> Path:
@@ -319,7 +321,7 @@ def run_mutant(m: Mutant, root: Path, timeout: float = CHECK_TIMEOUT_S) -> Resul
                 by = check.label
                 if check.kind == "pytest" and "::" in tail:  # the test that failed
                     by = "pytest " + tail.rpartition("::")[2].partition(" ")[0]
-                return Result(m, "killed", by, time.monotonic() - start, tail)
+                return Result(m, "killed", by, time.monotonic() - start, tail, check)
     return Result(m, "survived", "", time.monotonic() - start)
 
 
@@ -354,8 +356,8 @@ def main(argv: Sequence[str]) -> int:
         prog="lernie-check code-mutants",
         description="Apply catalogued edits to a copy of lernie_ref and run the fast checkers "
         "against each (cheapest first, stopping at the first that fails). Exit 0 when every "
-        "mutant is killed or argued equivalent; 1 when one survives; 2 when the catalogue "
-        "does not apply or a checker fails on the unedited copy.")
+        "mutant is killed or argued equivalent; 1 when one survives (or, with --baseline, its "
+        "killer fails on the unedited copy too); 2 when the catalogue does not apply.")
     ap.add_argument("--list", action="store_true",
                     help="list the mutants, the rule each breaks and its checkers")
     ap.add_argument("--only", action="append", default=[], metavar="NAME",
@@ -363,7 +365,8 @@ def main(argv: Sequence[str]) -> int:
     ap.add_argument("--ci", action="store_true",
                     help="the CI-sized subset (a few mutants with cheap killers)")
     ap.add_argument("--baseline", action="store_true",
-                    help="first run every chosen checker on the unedited copy (it must pass)")
+                    help="run each checker that kills a mutant on the unedited copy too (once): "
+                    "a kill counts only when that checker passes without the edit")
     ap.add_argument("--timeout", type=float, default=CHECK_TIMEOUT_S, metavar="SECONDS",
                     help="a checker running longer counts as killing the mutant (a hang)")
     ns = ap.parse_args(list(argv))
@@ -385,29 +388,32 @@ def main(argv: Sequence[str]) -> int:
             print(f"lernie-check code-mutants: {line}", file=sys.stderr)
         return 2
     start = time.monotonic()
-    if ns.baseline:
-        failing = baseline((c for m in chosen if not m.equivalent for c in m.checks), root,
-                           ns.timeout)
-        for check, tail in failing:
-            print(f"lernie-check code-mutants: {check.label} fails on the unedited copy:\n"
-                  f"{tail}", file=sys.stderr)
-        if failing:
-            return 2
-        print(f"baseline: every checker passes on the unedited copy "
-              f"({time.monotonic() - start:.0f} s)", flush=True)
+    clean: dict[Check, str | None] = {}  # checker -> why it fails on the unedited copy
     results = []
     for m in chosen:
         r = run_mutant(m, root, ns.timeout)
+        if ns.baseline and r.check is not None:
+            if r.check not in clean:
+                failing = baseline([r.check], root, ns.timeout)
+                clean[r.check] = failing[0][1] if failing else None
+            if clean[r.check] is not None:
+                r = r._replace(verdict="error", detail=f"{r.by} fails on the unedited copy "
+                               f"too: {clean[r.check]}")
         results.append(r)
         print(f"  {m.name}: {r.verdict}" + (f" by {r.by}" if r.by else "")
               + f" ({r.seconds:.1f} s)", flush=True)
     print(table(results))
-    survived = [r for r in results if r.verdict == "survived"]
-    counts = {v: sum(r.verdict == v for r in results) for v in ("killed", "survived",
-                                                                "equivalent")}
+    if ns.baseline:
+        print(f"baseline: {sum(v is None for v in clean.values())} of {len(clean)} killing "
+              "checkers pass on the unedited copy")
+    survived = [r for r in results if r.verdict in ("survived", "error")]
+    counts = {v: sum(r.verdict == v for r in results)
+              for v in ("killed", "survived", "equivalent", "error")}
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"code-mutants: {counts['killed']} killed, {counts['survived']} survived, "
-          f"{counts['equivalent']} equivalent of {len(results)} "
+          f"{counts['equivalent']} equivalent"
+          + (f", {counts['error']} killed only by a checker that fails without the edit"
+             if counts["error"] else "") + f" of {len(results)} "
           f"({time.monotonic() - start:.0f} s, load average {load:.1f})")
     return 1 if survived else 0
 

@@ -325,6 +325,22 @@ def run_mutant(m: Mutant, root: Path, timeout: float = CHECK_TIMEOUT_S) -> Resul
     return Result(m, "survived", "", time.monotonic() - start)
 
 
+def judge(m: Mutant, root: Path, clean: dict[Check, str | None] | None,
+          timeout: float = CHECK_TIMEOUT_S) -> Result:
+    """:func:`run_mutant`; with ``clean`` (checker -> why it fails on the unedited copy, filled
+    in as needed), a kill by a checker that fails without the edit too is an error."""
+    r = run_mutant(m, root, timeout)
+    if clean is None or r.check is None:
+        return r
+    if r.check not in clean:
+        failing = baseline([r.check], root, timeout)
+        clean[r.check] = failing[0][1] if failing else None
+    why = clean[r.check]
+    if why is None:
+        return r
+    return r._replace(verdict="error", detail=f"{r.by} fails on the unedited copy too: {why}")
+
+
 def baseline(checks: Iterable[Check], root: Path,
              timeout: float = CHECK_TIMEOUT_S) -> list[tuple[Check, str]]:
     """The checkers that fail on the unedited copy (each with its output's tail)."""
@@ -391,14 +407,7 @@ def main(argv: Sequence[str]) -> int:
     clean: dict[Check, str | None] = {}  # checker -> why it fails on the unedited copy
     results = []
     for m in chosen:
-        r = run_mutant(m, root, ns.timeout)
-        if ns.baseline and r.check is not None:
-            if r.check not in clean:
-                failing = baseline([r.check], root, ns.timeout)
-                clean[r.check] = failing[0][1] if failing else None
-            if clean[r.check] is not None:
-                r = r._replace(verdict="error", detail=f"{r.by} fails on the unedited copy "
-                               f"too: {clean[r.check]}")
+        r = judge(m, root, clean if ns.baseline else None, ns.timeout)
         results.append(r)
         print(f"  {m.name}: {r.verdict}" + (f" by {r.by}" if r.by else "")
               + f" ({r.seconds:.1f} s)", flush=True)

@@ -13,10 +13,13 @@ from lernie_stateful.code_mutants import (
     BY_NAME,
     MUTANTS,
     CatalogueError,
+    Check,
+    Mutant,
     apply,
     baseline,
     check_catalogue,
     copy_package,
+    judge,
     main,
     project_root,
     run_mutant,
@@ -84,3 +87,16 @@ def test_cli_lists_and_refuses_unknown_names(capsys: pytest.CaptureFixture[str])
 @pytest.mark.slow
 def test_the_full_catalogue_is_killed(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--baseline"]) == 0, capsys.readouterr().out
+
+
+def test_a_kill_by_a_checker_that_fails_without_the_edit_is_an_error() -> None:
+    """--baseline: a checker that fails on the unedited copy kills every mutant and proves
+    nothing; the mutant's verdict is then an error, and a sound killer's stays a kill."""
+    harmless = Mutant("docstring-only", "lernie_ref/core/ids.py", '"""Agent ids: the id guard',
+                      '"""Agent ids (edited): the id guard',
+                      "R-ID-1", "a docstring edit", (Check("refine", ("--no-such-option",)),))
+    assert check_catalogue(ROOT, [harmless]) == []
+    clean: dict[Check, str | None] = {}
+    r = judge(harmless, ROOT, clean)
+    assert r.verdict == "error" and "fails on the unedited copy too" in r.detail
+    assert clean[harmless.checks[0]] is not None

@@ -356,8 +356,8 @@ def refine_main(argv: list[str]) -> int:
                     help="rules per program: " + ", ".join(f"{k} {v}" for k, v in
                                                            sorted(SCOPES.items())))
     ap.add_argument("--shrink", type=_shrink_seconds, default=60.0, metavar="SECONDS",
-                    help="seconds of shrinking a failing program at most, counted from the "
-                    f"first failure (default 60, at most {MAX_SHRINK:g}; 0: no shrinking)")
+                    help="seconds of shrinking the failing program at most, counted from when "
+                    f"it is found (default 60, at most {MAX_SHRINK:g}; 0: no shrinking)")
     ap.add_argument("--database", default=None,
                     help="a directory or redis://host:port: Hypothesis's example database, "
                     "shared by workers (replays what any of them found)")
@@ -393,7 +393,7 @@ def bugs_main(argv: list[str]) -> int:
                     + " (default long)")
     ap.add_argument("--shrink", type=_shrink_seconds, default=6.0, metavar="SECONDS",
                     help="seconds of shrinking each caught bug's program at most, counted from "
-                    f"its first failure (default 6, at most {MAX_SHRINK:g}; 0: no shrinking)")
+                    f"when it is found (default 6, at most {MAX_SHRINK:g}; 0: no shrinking)")
     ap.add_argument("--seeds", type=int, default=1,
                     help="seeds per bug (a benchmark: catch rate and median seconds)")
     ap.add_argument("--until-caught", action="store_true",

@@ -6,11 +6,11 @@ _lernie_check() {
     sub="check"
     if [[ ${#COMP_WORDS[@]} -gt 2 || ${COMP_CWORD} -gt 1 ]]; then
         case "${COMP_WORDS[1]}" in
-            check|mutants|refine|bugs|conform|audit|completion) sub="${COMP_WORDS[1]}" ;;
+            check|mutants|refine|bugs|code-mutants|conform|audit|completion) sub="${COMP_WORDS[1]}" ;;
         esac
     fi
     if [[ ${COMP_CWORD} -eq 1 && "${cur}" != -* ]]; then
-        COMPREPLY=( $(compgen -W "check mutants refine bugs conform audit completion" -- "${cur}") )
+        COMPREPLY=( $(compgen -W "check mutants refine bugs code-mutants conform audit completion" -- "${cur}") )
         return
     fi
     case "${sub}" in
@@ -39,7 +39,14 @@ _lernie_check() {
                 --scope) COMPREPLY=( $(compgen -W "default long short" -- "${cur}") ); return ;;
             esac
             if [[ "${cur}" == -* ]]; then
-                COMPREPLY=( $(compgen -W "--examples --help --html --json --only --quiet --scope --seed --seeds --shrink --until-caught --verbose" -- "${cur}") ); return
+                COMPREPLY=( $(compgen -W "--examples --help --html --json --no-programs --only --quiet --scope --seed --seeds --shrink --until-caught --verbose" -- "${cur}") ); return
+            fi ;;
+        code-mutants)
+            case "${prev}" in
+                --only) COMPREPLY=( $(compgen -W "crash-loop-guard-never-resets delivery-unlinks-then-writes deposit-number-from-count guarded-replace-writes-through launch-under-probe-lock lock-released-by-close lost-reply-not-resent mark-repair-moves-nothing model-timeout-not-passed one-retry-too-many packed-refs-read-once probe-launches-nobody revival-not-counted stale-git-lock-ignores-live-git stop-children-only stop-unknown-agent-text streamed-content-decoded-per-piece" -- "${cur}") ); return ;;
+            esac
+            if [[ "${cur}" == -* ]]; then
+                COMPREPLY=( $(compgen -W "--baseline --ci --help --json --list --only --quiet --timeout --verbose" -- "${cur}") ); return
             fi ;;
         conform)
             if [[ "${cur}" == -* ]]; then

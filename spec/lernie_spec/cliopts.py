@@ -38,6 +38,14 @@ class Formatter(argparse.RawDescriptionHelpFormatter):
     """Help with each option's default shown (unless the help already says it, or the
     option is a switch or has none) and the description's own line breaks kept."""
 
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        """Keep the text's own line breaks; wrap only a line longer than the width."""
+        import textwrap
+
+        return "\n".join(textwrap.fill(line, width, initial_indent=indent,
+                                        subsequent_indent=indent) if len(line) > width
+                         else indent + line for line in text.splitlines())
+
     def _get_help_string(self, action: argparse.Action) -> str | None:
         text = action.help or ""
         default = action.default

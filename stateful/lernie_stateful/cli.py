@@ -39,6 +39,8 @@ SUBCOMMANDS: dict[str, Sub] = {
     "bugs": Sub("lernie_stateful.refine_cli:bugs_main",
                 "seeded implementation bugs under the refinement machine: is each caught?",
                 "lernie_stateful.refine_cli:build_bugs_parser"),
+    "code-mutants": Sub("lernie_stateful.code_mutants:main",
+                        "catalogued edits of the implementation against the fast checkers"),
     "conform": Sub("lernie_stateful.conform.run:main",
                    "score an implementation through its command line (conformance kit)"),
     "audit": Sub("lernie_stateful.audit:main",

@@ -16,7 +16,18 @@ from typing import NamedTuple
 
 import lernie_spec.properties as P
 from lernie_spec.explore import Violation
-from lernie_spec.model import FINAL, NOBODY, PLAIN, File, Proc, Scope, State, Step, name
+from lernie_spec.model import (
+    FINAL,
+    NOBODY,
+    PLAIN,
+    EntryKind,
+    File,
+    Proc,
+    Scope,
+    State,
+    Step,
+    name,
+)
 
 
 class At(NamedTuple):
@@ -148,11 +159,17 @@ def _i12(at: At) -> str:
         if f.kind != FINAL or f.sender < 0:
             continue
         c = f.sender
-        owed, _ = P.reply(at.pre.agents[c].history.value.entries, c, at.scope)
+        entries = at.pre.agents[c].history.value.entries
+        owed, _ = P.reply(entries, c, at.scope)
         if not owed:
+            ends = [k for k, x in enumerate(entries) if P.is_terminal(x)]
+            window = entries[ends[-2] + 1:ends[-1]] if len(ends) > 1 else ()
+            got = [f"{name(x.sender)}'s {x.deposit_kind}" for x in window
+                   if x.kind is EntryKind.DELIVERED and x.sender != c]
             return (f"a final response is deposited only when a reply is owed to an agent, "
-                    f"but {name(c)} replied to {name(to)} when no reply was owed (its last "
-                    f"delivery asked nothing, or the debt was already paid)")
+                    f"but {name(c)} replied to {name(to)} although nothing delivered since "
+                    f"its previous final response asks for one (delivered: "
+                    f"{_files(got)}): a reply to a reply")
         return (f"a reply is owed once, but {name(c)} deposited a second final response to "
                 f"{name(to)} for the same tip")
     return ("a reply owed to an agent must land before its author releases, but the release "

@@ -147,7 +147,7 @@ def run_all(vs: list[Variant], scopes: tuple[NamedScope, ...] = DEFAULT, quiet: 
             if v.expected:
                 futures[k] = [pool.submit(_run_quiet, v, scopes)]
         tally["tasks"] = sum(len(fs) for fs in futures)
-        if progress is not None and not quiet:
+        if progress is not None and not quiet:  # the workers are started: none forks later
             progress.update(f"0/{tally['tasks']} explorations done ({jobs} workers)",
                             force=True)
         for fs in futures:
@@ -256,7 +256,6 @@ def main(argv: list[str] | None = None, prog: str = "lernie-check check") -> int
         from lernie_spec.coverage import measure, report
 
         shown = Progress.of("lernie-check --coverage", ns.quiet, ns.verbose)
-        shown.update(f"exploring {len(DEFAULT)} worlds", force=True)
         try:
             cov = measure(jobs=ns.jobs, progress=lambda text: shown.update(text, force=True))
         finally:

@@ -97,12 +97,16 @@ def measure(worlds: tuple[NamedScope, ...] = DEFAULT, liveness: bool = False,
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             futs = {ns.name: pool.submit(_measure_world, ns, liveness)
                     for ns in largest_first(worlds)}
+            if progress is not None:  # after the workers started (none is forked later)
+                progress(f"0/{len(worlds)} worlds explored ({jobs} workers)")
             named = {f: ns for ns in worlds for f in [futs[ns.name]]}
             for f in as_completed(named):
                 tell(named[f], f.result()[3].states)
             parts = [futs[ns.name].result() for ns in worlds]
     else:
         parts = []
+        if progress is not None:
+            progress(f"0/{len(worlds)} worlds explored")
         for ns in worlds:
             parts.append(_measure_world(ns, liveness))
             tell(ns, parts[-1][3].states)

@@ -248,10 +248,10 @@ def run_all(catalogue: tuple[Mutant, ...] = CATALOGUE, workers: int = 2,
             progress: Progress | None = None) -> list[Outcome]:
     """Every mutant, in catalogue order; `progress` counts the mutants run and killed."""
     done: dict[str, Outcome] = {}
-    if progress is not None:
-        progress.update(f"0/{len(catalogue)} mutants run ({workers} workers)", force=True)
     with ProcessPoolExecutor(max_workers=workers) as pool:
         futures = {pool.submit(run_one, m): m for m in catalogue}
+        if progress is not None:  # after the workers started: none is forked with its thread
+            progress.update(f"0/{len(catalogue)} mutants run ({workers} workers)", force=True)
         for f in as_completed(futures):
             o = f.result()
             done[o.mutant.name] = o

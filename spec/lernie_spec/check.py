@@ -314,6 +314,7 @@ SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {
     "bugs": _bugs,
     "audit": _kit("audit"),
     "conform": _kit("conform"),
+    "serve-model": _kit("serve-model"),
 }
 
 

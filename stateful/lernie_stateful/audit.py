@@ -635,6 +635,8 @@ class Auditor:
         root = self.ws / self.lay.inbox
         try:
             dirs = sorted(os.listdir(root))
+        except FileNotFoundError:
+            return  # nothing pending: an implementation may make the inbox root lazily
         except OSError as exc:
             rep.add("violation", "residue", "R-WS-1", None, f"cannot list the inbox root: {exc}",
                     self.lay.inbox)

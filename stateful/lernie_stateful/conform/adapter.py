@@ -1,7 +1,11 @@
 """The implementation adapter file: how the kit drives an implementation (TOML).
 
 An adapter names the program, one argv template per verb, the environment
-prefix, the deterministic model's settings and the workspace layout names.
+prefix, the deterministic model's settings and the workspace layout names; optionally the
+names and inputs of the implementation's tools (``[tools]``, for the kit's model) and a
+``[model_server]`` table: then the kit starts its scripted model server
+(:mod:`lernie_stateful.conform.model_server`) for each case and program and fills in
+``{model_url}`` (``http://127.0.0.1:<port>``) and ``{model_port}`` in ``[env]`` and ``[model]``.
 ``--impl NAME`` is an adapter installed with the package (``adapters/NAME.toml``:
 ``lernie``, the reference's own file, and the adapters of other implementations);
 ``--impl PATH.toml`` is any other.
@@ -19,8 +23,6 @@ workspace declares it (docs/upstream.md, "The adapter format"):
   (``run = [...]``) and files to write (``write = PATH``, ``text = ...``) before the
   workspace is created; ``{run}`` is a fresh directory beside the workspace, private to
   the run (a home directory, a configuration file).
-- ``[server]``: the run gets the kit's scripted model server (``model_server``);
-  ``{model_port}`` and ``{model_url}`` are its address in every template.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from importlib import resources
 from pathlib import Path
 
 from lernie_stateful.audit import Layout
+from lernie_stateful.conform.kit_model import DEFAULT_TOOLS, ToolSpec
 
 REQUIRED_VERBS = ("new", "prompt", "dispatch", "message", "scan", "stop")
 OPTIONAL_VERBS = ("scan_json", "log", "message_file")
@@ -44,6 +47,8 @@ _ENV_FIELD = re.compile(r"\{env:(\w+)\}")
 INSTALLED = "adapters"
 
 Template = list[str | list[str]]
+TOOL_FIELDS = {"message": ("agent", "content"), "dispatch": ("goal", "name"), "noop": ()}
+SERVER_APIS = ("anthropic", "openai", "both")
 
 
 class AdapterError(Exception):
@@ -63,7 +68,11 @@ class Adapter:
     plain_env: Mapping[str, str] = field(default_factory=dict)
     values: Mapping[str, str] = field(default_factory=dict)  # {locate} dirs, {run}, model
     setup: tuple[Mapping[str, object], ...] = ()
-    server: Mapping[str, object] = field(default_factory=dict)
+    tools: Mapping[str, ToolSpec] = field(default_factory=lambda: dict(DEFAULT_TOOLS))
+    server_api: str | None = None
+    """``[model_server] api``: the kit serves its model over HTTP for every case; None: not."""
+    served: Mapping[str, str] = field(default_factory=dict)
+    """``model_url`` and ``model_port`` of the server running for the current case."""
 
     def has(self, verb: str) -> bool:
         return verb in self.verbs
@@ -89,7 +98,7 @@ class Adapter:
     def base_values(self) -> dict[str, str]:
         return {"python": sys.executable,
                 "kit_model": f"{sys.executable} -m lernie_stateful.conform.kit_model",
-                **self.values}
+                **self.values, **self.served}
 
     def env(self, extra: Mapping[str, str], inherited: Mapping[str, str]) -> dict[str, str]:
         """The inherited environment minus the implementation's prefix, plus the adapter's
@@ -144,6 +153,41 @@ def load(spec: str, environ: Mapping[str, str] | None = None, locate: bool = Tru
     except tomllib.TOMLDecodeError as exc:
         raise AdapterError(f"adapter {source} is not valid TOML: {exc}") from None
     return parse(data, source, os.environ if environ is None else environ, locate)
+
+
+def parse_tools(raw: object, source: str) -> dict[str, ToolSpec]:
+    """An adapter's ``[tools]`` table over the reference's defaults::
+
+        [tools]
+        dispatch = { name = "dispatch", input = { role = "worker", goal = "{goal}" } }
+
+    maps the kit's tool (``message``, ``dispatch``, ``noop``) to the implementation's name
+    and input; a template's fields are the kit's (``message``: agent, content;
+    ``dispatch``: goal, name), a value without fields is a constant."""
+    if not isinstance(raw, dict):
+        raise AdapterError(f"adapter {source}: [tools] must be a table")
+    out = dict(DEFAULT_TOOLS)
+    for tool, spec in raw.items():
+        if tool not in TOOL_FIELDS:
+            raise AdapterError(f"adapter {source}: unknown tool {tool!r} in [tools] (known: "
+                               f"{', '.join(TOOL_FIELDS)})")
+        if not isinstance(spec, dict) or not isinstance(spec.get("name", tool), str) or \
+                set(spec) - {"name", "input"}:
+            raise AdapterError(f"adapter {source}: tools.{tool} must be a table with a string "
+                               "name and an input table")
+        inputs = spec.get("input", DEFAULT_TOOLS[tool].input)
+        if not isinstance(inputs, dict) or not all(isinstance(v, str) for v in inputs.values()):
+            raise AdapterError(f"adapter {source}: tools.{tool}.input must map names to "
+                               "strings")
+        for template in inputs.values():
+            bad = sorted(set(_FIELD.findall(template)) - set(TOOL_FIELDS[tool]))
+            if bad:
+                raise AdapterError(
+                    f"adapter {source}: tools.{tool}.input uses {', '.join(bad)}; the kit "
+                    f"gives {tool} only {', '.join(TOOL_FIELDS[tool]) or 'no fields'}")
+        out[tool] = ToolSpec(str(spec.get("name", tool)),
+                             {str(k): str(v) for k, v in inputs.items()})
+    return out
 
 
 def _strings(value: object, what: str, source: str) -> list[str]:
@@ -258,16 +302,21 @@ def parse(data: Mapping[str, object], source: str,
             _strings(s["run"], "setup.run", source)
         elif not isinstance(s["write"], str) or not isinstance(s.get("text", ""), str):
             raise AdapterError(f"adapter {source}: setup.write and setup.text are strings")
-    server = data.get("server", {})
-    if not isinstance(server, dict):
-        raise AdapterError(f"adapter {source}: [server] must be a table")
     if locate:
         _checks(data, source, values)
     name = data.get("name", source)
+    tools = parse_tools(data.get("tools", {}), source)
+    server = data.get("model_server")
+    api: str | None = None
+    if server is not None:
+        api = server.get("api", "both") if isinstance(server, dict) else None
+        if not isinstance(server, dict) or set(server) - {"api"} or api not in SERVER_APIS:
+            raise AdapterError(f"adapter {source}: [model_server] takes one key, api = "
+                               f"{' | '.join(repr(a) for a in SERVER_APIS)}")
     return Adapter(str(name), source, tuple(command), program, prefix,
                    {str(k): str(v) for k, v in model.items()}, verbs, layout,
-                   {str(k): str(v) for k, v in plain.items()}, values,
-                   tuple(setup), dict(server))
+                   {str(k): str(v) for k, v in plain.items()}, tools=tools, server_api=api,
+                   values=values, setup=tuple(setup))
 
 
 def layout_of(spec: str) -> Layout:

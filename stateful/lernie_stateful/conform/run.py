@@ -40,6 +40,7 @@ from pathlib import Path
 
 from lernie_stateful.audit import AuditError, audit
 from lernie_stateful.conform.adapter import Adapter, AdapterError, fill, load
+from lernie_stateful.conform.session import prepared
 from lernie_stateful.conform.outcome import ProgramError
 
 QUIESCENCE_TIMEOUT = 60.0
@@ -210,6 +211,7 @@ class CaseRunner:
             "ws": str(ws), "prog": adapter.program, "repo": lay.repo, "inbox": lay.inbox,
             "steps": lay.steps, "agents": lay.agents, "messages": lay.messages,
             "agent_ref": lay.agent_ref_prefix, "mark_ref": lay.mark_ref_prefix,
+            "model": lay.model_origin,
         }
 
     def text(self, value: object) -> str:
@@ -413,7 +415,9 @@ def conform(adapter: Adapter, files: Sequence[tuple[str, str]] | None = None,
             ws.parent.mkdir(parents=True, exist_ok=True)
             t0 = time.monotonic()
             try:
-                CaseRunner(adapter, ws).run(case)
+                with prepared(adapter, ws.parent,
+                              keep and ws.parent / "model-requests.jsonl") as live:
+                    CaseRunner(live, ws).run(case)
                 result = CaseResult(cid, name, rules, "passed")
             except (Failed, AdapterError) as exc:
                 result = CaseResult(cid, name, rules, "failed", str(exc))
@@ -447,7 +451,9 @@ def outcome_check(adapter: Adapter, card: Scorecard, examples: int, seed: int,
             ws = base / f"outcome-{p.id}" / "ws"
             ws.parent.mkdir(parents=True, exist_ok=True)
             try:
-                v = check(p, adapter, ws)
+                with prepared(adapter, ws.parent,
+                              keep and ws.parent / "model-requests.jsonl") as live:
+                    v = check(p, live, ws)
             finally:
                 for pid in _processes_naming(str(ws)):
                     with contextlib.suppress(ProcessLookupError):

@@ -1,13 +1,13 @@
-"""One run's environment: the adapter bound to a private directory and, when it asks for
-one, the kit's scripted model server.
+"""One run's environment: the adapter bound to a private directory, after the kit's model
+server (:func:`lernie_stateful.conform.model_server.served`) has filled in its address.
 
 Every case of the exact-interface scenarios and every outcome program runs in a fresh
 workspace ``<dir>/ws``. An adapter whose implementation keeps state outside the workspace
 (a home directory, a configuration file naming its model endpoint) gets ``{run}``, the
 directory ``<dir>/run`` made for this run alone, and its ``[[setup]]`` steps are carried
-out there before the workspace exists: nothing leaks from one run into the next. With a
-``[server]`` table the kit starts its model server for the run and ``{model_port}`` and
-``{model_url}`` name it; the server stops when the run ends.
+out there before the workspace exists: nothing leaks from one run into the next. Setup
+text may name the model server's ``{model_port}`` and ``{model_url}`` (a configuration
+file pointing the implementation's model client at the kit's server).
 """
 
 from __future__ import annotations
@@ -17,44 +17,25 @@ import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Protocol
 
 from lernie_stateful.conform.adapter import Adapter, AdapterError, fill
 
 SETUP_TIMEOUT = 120.0
 
 
-class ServerHandle(Protocol):
-    port: int
-    base_url: str
-
-    def stop(self) -> None: ...
-
-
-def start_server(adapter: Adapter) -> ServerHandle:
-    """The kit's scripted model server for one run, as the adapter's ``[server]`` asks."""
-    from lernie_stateful.conform.model_server import start_for_adapter
-
-    return start_for_adapter(adapter)
-
-
 @contextlib.contextmanager
-def prepared(adapter: Adapter, run_dir: Path) -> Iterator[Adapter]:
-    """The adapter bound to ``run_dir`` (``{run}`` is ``run_dir/run``), its setup done and
-    its model server running for the duration."""
+def prepared(adapter: Adapter, run_dir: Path, record: Path | None = None) -> Iterator[Adapter]:
+    """For one case or program in ``run_dir``: the model server running (when the adapter
+    has ``[model_server]``; its requests written to ``record`` at the end), the adapter
+    bound to ``{run}`` (``run_dir/run``) and its setup done."""
+    from lernie_stateful.conform.model_server import served
+
     private = run_dir / "run"
-    if not adapter.setup and not adapter.server:
-        yield adapter.bound({"run": str(private)})
-        return
-    private.mkdir(parents=True, exist_ok=True)
-    values = {"run": str(private)}
-    with contextlib.ExitStack() as stack:
-        if adapter.server:
-            server = start_server(adapter)
-            stack.callback(server.stop)
-            values |= {"model_port": str(server.port), "model_url": server.base_url}
-        bound = adapter.bound(values)
-        run_setup(bound)
+    with served(adapter, record) as live:
+        bound = live.bound({"run": str(private)})
+        if bound.setup:
+            private.mkdir(parents=True, exist_ok=True)
+            run_setup(bound)
         yield bound
 
 

@@ -32,6 +32,7 @@ class FloodResult:
     per_writer: int
     accepted: int = 0
     found: int = 0
+    landed_anyway: int = 0  # messages found although their writer exited non-zero
     failures: list[str] = field(default_factory=list)  # writer exits other than 0
     faults: list[str] = field(default_factory=list)  # lost, duplicated, torn
     seconds: float = 0.0
@@ -43,7 +44,9 @@ class FloodResult:
     def one_line(self) -> str:
         sent = self.writers * self.per_writer
         head = (f"{sent} messages from {self.writers} concurrent writers: {self.accepted} "
-                f"accepted, {self.found} found in the transcript or the inbox")
+                f"accepted, {self.found} found in the transcript or the inbox"
+                + (f" ({self.landed_anyway} of them from writers that failed)"
+                   if self.landed_anyway else ""))
         return "; ".join([head, *self.faults, *self.failures[:3]]
                          + ([f"... {len(self.failures) - 3} more writer failures"]
                             if len(self.failures) > 3 else []))
@@ -106,7 +109,9 @@ def flood(adapter: Adapter, ws: Path, writers: int = 8, per_writer: int = 25) ->
         out.faults.append(f"after the flood: {exc}")
     prompt = b"the flood's target"
     out.accepted = len(accepted)
-    out.found = sum(1 for b in user_bodies(ws, adapter, aid) if b != prompt)
+    found = [b for b in user_bodies(ws, adapter, aid) if b != prompt]
+    out.found = len(found)
+    out.landed_anyway = len(set(found) - set(accepted))
     out.faults += accounting_faults(ws, adapter, {"P": [prompt, *accepted]})
     out.faults += body_faults(ws, adapter, {"P": [prompt, *(
         f"flood message {k + 1} of writer {w + 1}".encode()

@@ -27,15 +27,16 @@ workspace declares it (docs/upstream.md, "The adapter format"):
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 import sys
 import tomllib
 from collections.abc import Mapping
-import os
-import subprocess
 from dataclasses import dataclass, field, fields, replace
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from lernie_stateful.audit import Layout
 from lernie_stateful.conform.kit_model import DEFAULT_TOOLS, ToolSpec
@@ -282,8 +283,18 @@ def parse(data: Mapping[str, object], source: str,
     if unknown:
         raise AdapterError(f"adapter {source}: unknown layout names {', '.join(unknown)} "
                            f"(known: {', '.join(sorted(known))})")
-    layout = Layout(**{str(k): tuple(_strings(v, f"layout.{k}", source))
-                       if isinstance(v, list) else str(v) for k, v in layout_raw.items()})
+    names: dict[str, Any] = {}
+    for f in fields(Layout):
+        if f.name not in layout_raw:
+            continue
+        raw = layout_raw[f.name]
+        if isinstance(f.default, tuple):
+            names[f.name] = tuple(_strings(raw, f"layout.{f.name}", source))
+        elif isinstance(raw, str):
+            names[f.name] = raw
+        else:
+            raise AdapterError(f"adapter {source}: layout.{f.name} must be a string")
+    layout = Layout(**names)
     plain = data.get("env", {})
     if not isinstance(plain, dict) or not all(isinstance(v, str) for v in plain.values()):
         raise AdapterError(f"adapter {source}: [env] must map names to strings")

@@ -40,8 +40,8 @@ from pathlib import Path
 
 from lernie_stateful.audit import AuditError, audit
 from lernie_stateful.conform.adapter import Adapter, AdapterError, fill, load
-from lernie_stateful.conform.session import prepared
 from lernie_stateful.conform.outcome import ProgramError
+from lernie_stateful.conform.session import prepared
 
 QUIESCENCE_TIMEOUT = 60.0
 STEP_TIMEOUT = 120.0
@@ -574,7 +574,8 @@ def main(argv: Sequence[str]) -> int:
                     for text in reports:
                         print(text + "\n", file=sys.stderr)
             if args.flood:
-                flood_check(adapter, card, *args.flood, keep=args.keep)
+                writers, each = args.flood
+                flood_check(adapter, card, writers, each, args.keep)
     except (AdapterError, ProgramError, tomllib.TOMLDecodeError, OSError) as exc:
         print(f"lernie-check conform: {exc}", file=sys.stderr)
         return 1

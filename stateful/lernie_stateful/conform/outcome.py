@@ -34,6 +34,9 @@ moment or never, a superset of the moment the kit aims at.
 Besides the model, the kit checks what it knows itself: every message from the user found
 in a transcript or an inbox carries, after its frontmatter, exactly the bytes of one the
 program sent to that agent (:func:`body_faults`); a torn copy is a failure of its own.
+And it accounts for every message a writer accepted (exit 0): each is delivered or pending
+exactly once, byte for byte (:func:`accounting_faults`, SPEC I-5); a lost or doubled one
+fails the program even where the final state is one the model reaches.
 
 Deliberately not compared with the model: message bodies and bytes, entry numbering and
 commit structure (the audit does), the order of deliveries, who launched whom, the last
@@ -851,8 +854,6 @@ def judge(p: Program, run: Run, search: Search) -> Verdict:
     reached = run.observation in search.outcomes
     if run.findings:
         lines.append(f"{p.id}: " + run.findings[0])
-    elif run.lost:
-        lines.append(f"{p.id}: message accounting: " + run.lost[0])
     elif run.faults and reached:
         lines.append(f"{p.id}: a delivered or pending message is not the bytes the program "
                      "sent")
@@ -860,6 +861,8 @@ def judge(p: Program, run: Run, search: Search) -> Verdict:
         lines.append(f"{p.id}: a message is not the bytes the program sent, and the final "
                      f"state is not one the model reaches ({len(search.outcomes)} model "
                      "outcomes)")
+    elif run.lost:
+        lines.append(f"{p.id}: message accounting: " + run.lost[0])
     elif not reached:
         lines.append(f"{p.id}: the implementation's final state is not one the model "
                      f"reaches ({len(search.outcomes)} model outcomes)")
@@ -869,11 +872,12 @@ def judge(p: Program, run: Run, search: Search) -> Verdict:
     if run.killed:
         lines.append("  killed: " + ", ".join(run.killed))
     lines += ["implementation's final state:", show_observation(run.observation)]
-    diff: list[str] = list(run.lost) + list(run.faults)
+    diff: list[str] = list(run.faults)
     if search.outcomes:
         near = min(search.outcomes, key=lambda o: (_size(run.observation, o), o))
         diff += difference(run.observation, near)
         lines += ["nearest model outcome:", show_observation(near)]
+    diff += run.lost
     if search.outcomes or diff:
         lines += ["difference:"] + (["    " + d for d in diff] or ["    (none)"])
     return Verdict(p, False, "\n".join(lines), outcomes=len(search.outcomes),

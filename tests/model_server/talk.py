@@ -9,11 +9,29 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import anthropic
 import openai
-from lernie_stateful.conform.model_server import ModelServer
+
+
+class Endpoint(Protocol):
+    """Where the server answers (a :class:`ModelServer`, or its address alone)."""
+
+    @property
+    def base_url(self) -> str: ...
+
+    @property
+    def openai_url(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class Address:
+    base_url: str
+
+    @property
+    def openai_url(self) -> str:
+        return self.base_url + "/v1"
 
 TOOLS = [
     {"name": "message", "description": "write to an agent",
@@ -48,7 +66,7 @@ class Step:
 
 
 class Talk:
-    def __init__(self, server: ModelServer, api: str, stream: bool, system: str = SYSTEM,
+    def __init__(self, server: Endpoint, api: str, stream: bool, system: str = SYSTEM,
                  max_retries: int = 0) -> None:
         self.api = api
         self.stream = stream

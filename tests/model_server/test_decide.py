@@ -4,7 +4,6 @@ neutral conversation; the command model's JSON is a thin shell around it."""
 from __future__ import annotations
 
 import pytest
-
 from lernie_stateful.conform import kit_model
 from lernie_stateful.conform.kit_model import Call, Decision, Turn, decide
 
@@ -48,6 +47,6 @@ def test_only_results_are_noted_and_nothing_is_done() -> None:
 
 
 def test_the_command_model_answers_silent_with_an_empty_content_array() -> None:
-    request = {"messages": [{"role": "user", "content": [
+    request: dict[str, object] = {"messages": [{"role": "user", "content": [
         {"type": "text", "text": delivered("@silent\nshh")}]}]}
     assert kit_model.answer(request) == {"content": []}

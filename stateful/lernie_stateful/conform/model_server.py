@@ -87,7 +87,8 @@ class ServedRequest:
     """The request's ``messages`` as sent (JSON values)."""
     system: str | None
     status: int
-    """The HTTP status answered (200, or a ``@fail`` status, or 4xx for a bad request)."""
+    """The HTTP status answered (200, a ``@fail`` status, 4xx for a bad request), or 0 when
+    a stop cut an ``@sleep`` short and nothing was answered."""
     reply: Mapping[str, Any] | None = None
     """What the model did: ``{"type": "text", "text"}`` or ``{"type": "tool_use", "id",
     "name", "input"}`` (the implementation's name and input); None for an error."""
@@ -247,6 +248,12 @@ class ModelServer:
     def requests(self) -> list[ServedRequest]:
         with self._state.lock:
             return list(self._state.served)
+
+    @property
+    def busy(self) -> bool:
+        """A request is being answered (or sleeping under ``@sleep``) right now."""
+        with self._state.lock:
+            return self._state.active > 0
 
     @property
     def stopped(self) -> bool:
@@ -441,6 +448,7 @@ class _Handler(BaseHTTPRequestHandler):
                                               f"{count} with HTTP {status}")
                 return
         if decision.sleep and state.stopping.wait(decision.sleep):
+            self._record(served)  # status 0: cut short by the stop, no answer
             self.close_connection = True
             return
         reply = self._reply(decision)

@@ -140,7 +140,7 @@ def load(spec: str, environ: Mapping[str, str] | None = None, locate: bool = Tru
         text = resources.files("lernie_stateful.conform").joinpath(
             INSTALLED, f"{spec}.toml").read_text(encoding="utf-8")
         source = spec
-    elif "/" not in spec and not spec.endswith(".toml"):
+    elif "/" not in spec and not spec.endswith(".toml") and not Path(spec).is_file():
         raise AdapterError(f"no installed adapter {spec!r} (installed: "
                            f"{', '.join(installed())}; or give a path to an adapter file)")
     else:

@@ -373,7 +373,17 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -------------------------------------------------------------- routes
 
+    def _closing(self) -> bool:
+        """A request on a connection kept alive past :meth:`ModelServer.stop` closes it
+        unanswered."""
+        if self.server.state.stopping.is_set():
+            self.close_connection = True
+            return True
+        return False
+
     def do_GET(self) -> None:
+        if self._closing():
+            return
         path = self.path.split("?", 1)[0].rstrip("/")
         if path.endswith("/models"):
             self._send_json(200, {"object": "list", "data": [
@@ -384,6 +394,8 @@ class _Handler(BaseHTTPRequestHandler):
                                             "message": f"no such endpoint: {path}"}}, {})
 
     def do_POST(self) -> None:
+        if self._closing():
+            return
         state = self.server.state
         with state.lock:
             state.active += 1

@@ -265,6 +265,8 @@ class ModelServer:
         watch = threading.Thread(target=self._watch, name="kit-model-server-watch", daemon=True)
         self._threads = [serve, watch]
         self._started = time.monotonic()
+        with self._state.lock:
+            self._state.last = self._started
         for t in self._threads:
             t.start()
         return self

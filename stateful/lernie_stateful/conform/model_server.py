@@ -203,6 +203,7 @@ class _State:
     stopping: threading.Event = field(default_factory=threading.Event)
     last: float = field(default_factory=time.monotonic)
     active: int = 0
+    count: int = 0
 
 
 class ModelServer:
@@ -370,8 +371,10 @@ class _Handler(BaseHTTPRequestHandler):
                     handle.write(json.dumps(served.as_json()) + "\n")
 
     def _seq(self) -> int:
+        """The next request number (1, 2, …), unique among concurrent requests."""
         with self.server.state.lock:
-            return len(self.server.state.served) + 1
+            self.server.state.count += 1
+            return self.server.state.count
 
     # -------------------------------------------------------------- routes
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from lernie_stateful.conform.adapter import load
 from lernie_stateful.conform.model_server import served
-from lernie_stateful.conform.outcome import check, load_programs
+from lernie_stateful.conform.outcome import Input, Program, check, load_programs, run_program
 from lernie_stateful.conform.run import conform, outcome_check, wait_quiescent
 
 ADAPTERS = ["lernie-anthropic", "lernie-openai"]
@@ -93,6 +93,34 @@ def test_the_whole_kit_scores_100_percent_through_the_http_adapters(impl: str) -
     adapter = load(impl)
     card = conform(adapter)
     reports = outcome_check(adapter, card, examples=4, seed=0)
-    failed = [(r.id, r.difference) for r in card.results if r.status != "passed"]
+    failed = [(r.id, r.difference) for r in card.results if r.status == "failed"]
     assert failed == [] and reports == []
-    assert card.percent == 100.0
+    # Not applicable: a program whose model search stopped at its bound (docs/model-server.md).
+    assert card.percent == 100.0 and card.applicable >= len(card.results) - 1
+
+
+
+@pytest.mark.parametrize(("tools", "passes"), [("", True),
+                                               ('[tools]\ndispatch = { name = "spawn" }', False)])
+def test_the_server_s_tool_calls_are_what_the_reference_acts_on(
+        tools: str, passes: bool, tmp_path: Path) -> None:
+    """A parent dispatches a child through the model's tool call, and the child answers it.
+    Renaming the tool in the adapter's map leaves the child unborn (the reference answers
+    the unknown tool with an error result), and the kit's observation of the disk shows it."""
+    text = resources.files("lernie_stateful.conform").joinpath(
+        "adapters", "lernie-anthropic.toml").read_text(encoding="utf-8")
+    path = tmp_path / "adapter.toml"
+    path.write_text(text + "\n" + tools + "\n")
+    p = Program("dispatch", (Input("prompt", "P", "@dispatch name=C build it\nlead"),))
+    with served(load(str(path))) as live:
+        run = run_program(p, live, tmp_path / "ws")
+    assert run.findings == []
+    observed = dict(run.observation)
+    # Who exists, and what P had delivered (how many turns P took depends on timing).
+    if passes:
+        assert set(observed) == {"P", "C"}
+        assert observed["P"][0] == (("C", "final-response"), ("user", "plain"))
+        assert observed["C"][0] == (("P", "plain"),)
+    else:
+        assert set(observed) == {"P"}
+        assert observed["P"][0] == (("user", "plain"),)

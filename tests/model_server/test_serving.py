@@ -81,8 +81,14 @@ def test_it_binds_the_loopback_interface_only() -> None:
 
 
 def test_it_stops_by_itself_when_idle_or_past_its_lifetime() -> None:
-    idle = ModelServer(idle=0.2).start()
+    idle = ModelServer(idle=2.0)  # bound, not serving yet: the client is built first
+    talk = Talk(idle, "anthropic", stream=False)
+    talk.deliver(delivered("hi"))
+    idle.start()
+    talk.ask()  # its connection stays open (keep-alive) ...
     assert idle.wait(60) and idle.stopped
+    with pytest.raises(anthropic.APIConnectionError):  # ... and is not served after the stop
+        talk.ask()
     with pytest.raises(anthropic.APIConnectionError):
         Talk(idle, "anthropic", stream=False).ask()
     old = ModelServer(lifetime=0.2, idle=3600).start()

@@ -203,6 +203,7 @@ class _State:
     stopping: threading.Event = field(default_factory=threading.Event)
     last: float = field(default_factory=time.monotonic)
     active: int = 0
+    count: int = 0
 
 
 class ModelServer:
@@ -265,6 +266,8 @@ class ModelServer:
         watch = threading.Thread(target=self._watch, name="kit-model-server-watch", daemon=True)
         self._threads = [serve, watch]
         self._started = time.monotonic()
+        with self._state.lock:
+            self._state.last = self._started
         for t in self._threads:
             t.start()
         return self
@@ -368,12 +371,24 @@ class _Handler(BaseHTTPRequestHandler):
                     handle.write(json.dumps(served.as_json()) + "\n")
 
     def _seq(self) -> int:
+        """The next request number (1, 2, …), unique among concurrent requests."""
         with self.server.state.lock:
-            return len(self.server.state.served) + 1
+            self.server.state.count += 1
+            return self.server.state.count
 
     # -------------------------------------------------------------- routes
 
+    def _closing(self) -> bool:
+        """A request on a connection kept alive past :meth:`ModelServer.stop` closes it
+        unanswered."""
+        if self.server.state.stopping.is_set():
+            self.close_connection = True
+            return True
+        return False
+
     def do_GET(self) -> None:
+        if self._closing():
+            return
         path = self.path.split("?", 1)[0].rstrip("/")
         if path.endswith("/models"):
             self._send_json(200, {"object": "list", "data": [
@@ -384,6 +399,8 @@ class _Handler(BaseHTTPRequestHandler):
                                             "message": f"no such endpoint: {path}"}}, {})
 
     def do_POST(self) -> None:
+        if self._closing():
+            return
         state = self.server.state
         with state.lock:
             state.active += 1

@@ -522,7 +522,9 @@ def main(argv: Sequence[str]) -> int:
         description="Run the exact-interface scenarios through an implementation's command "
                     "line and print a scorecard per SPEC rule area.")
     parser.add_argument("--impl", required=True,
-                        help="'lernie' (the reference's own adapter) or an adapter TOML file")
+                        help="an installed adapter ('lernie', the reference's own; "
+                        "'lernie-anthropic' and 'lernie-openai', the reference through its HTTP "
+                        "model adapters and the kit's model server) or an adapter TOML file")
     fmt = parser.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="one JSON object")
     fmt.add_argument("--markdown", action="store_true", help="a Markdown table")

@@ -10,6 +10,9 @@ and prints the root's final response after the id.
 from __future__ import annotations
 
 import argparse
+import os
+import sys
+from collections.abc import Callable
 
 from lernie_ref import inbox
 from lernie_ref.cli import content
@@ -17,11 +20,16 @@ from lernie_ref.cli.content import INTERMIXED as INTERMIXED
 from lernie_ref.core.errors import UsageError
 from lernie_ref.substrate.workspace import Workspace
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from lernie_ref.substrate.preflight import Spec
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("workspace", help="the workspace directory")
     content.add(parser, "text", "the first prompt, deposited as the user's message")
     parser.add_argument("--name", default="", help="a display name for the new agent")
+    add_model(parser)
     parser.add_argument(
         "--wait",
         action="store_true",
@@ -49,11 +57,40 @@ def _seconds(text: str) -> float:
     return value
 
 
+def add_model(parser: argparse.ArgumentParser) -> None:
+    from lernie_ref.substrate.preflight import MODELS
+
+    parser.add_argument(
+        "--model",
+        choices=MODELS,
+        default=None,
+        help="the model the new agent runs on for good, with the settings lernie.toml and "
+        "LERNIE_* give it now (default: LERNIE_MODEL, else lernie.toml's model; a child "
+        "dispatched without --model runs on its parent's)",
+    )
+
+
+def recorder(ws: Workspace, spec: Spec, record: bool) -> Callable[[str], None] | None:
+    """Writes the new agent's model record (R-STEP-9) before its first deposit."""
+    if not record:
+        return None
+    from lernie_ref.substrate.preflight import write_record
+
+    return lambda aid: write_record(str(ws.root), aid, spec)
+
+
 def start(ns: argparse.Namespace, launcher: inbox.Launcher) -> tuple[Workspace, str]:
-    """Create and launch the root; returns the workspace and the new id."""
+    """Check what the driver will need (R-CLI-8), then create and launch the root; returns
+    the workspace and the new id."""
+    from lernie_ref.substrate.preflight import for_new
+
     ws = Workspace(ns.workspace)
-    with content.opened(ns, "text") as text:
-        root = inbox.cli_prompt(ws, text, ns.name, launcher)
+    with content.opened(ns, "text") as text:  # usage errors first (exit 2)
+        ws.check_layout()
+        spec, record, note = for_new(str(ws.root), os.environ, ns.model)
+        if note is not None:
+            print(f"lernie prompt: {note}", file=sys.stderr)
+        root = inbox.cli_prompt(ws, text, ns.name, launcher, created=recorder(ws, spec, record))
     return ws, root
 
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from lernie_ref import inbox
 from lernie_ref.cli import content
 from lernie_ref.cli.content import INTERMIXED as INTERMIXED
-from lernie_ref.core.errors import UsageError
+from lernie_ref.core.errors import AgentsDied, Interrupted, UsageError
 from lernie_ref.substrate.workspace import Workspace
 
 TYPE_CHECKING = False
@@ -101,12 +101,50 @@ def run(ns: argparse.Namespace) -> str | None:
     ws, root = start(ns, launcher)
     if not ns.wait:
         return root
-    import sys
+    try:
+        return wait(ws, root, launcher, 300.0 if ns.timeout is None else ns.timeout)
+    except KeyboardInterrupt:
+        raise Interrupted(
+            f"interrupted; the agents of {root} go on without this command: "
+            f"`lernie status {ws.root}` shows them, `lernie stop {ws.root} {root}` stops them"
+        ) from None
 
-    from lernie_ref.operator.wait import final_response, wait_quiescent
+
+def wait(ws: Workspace, root: str, launcher: inbox.Launcher, timeout_s: float) -> str | None:
+    """R-LOG-2: print the id, wait for the tree to settle, then report on stderr every agent
+    of it that died or gave up (exit 3), else return the root's final response."""
+    from lernie_ref.operator.wait import Progress, casualties, final_response, wait_quiescent
 
     # The id goes out first, so a timeout still tells the operator which agent it was.
     sys.stdout.write(root + "\n")
     sys.stdout.flush()
-    wait_quiescent(ws, root, 300.0 if ns.timeout is None else ns.timeout, launcher)
-    return final_response(ws, root)
+    progress = Progress(ws, root, _show) if sys.stderr.isatty() else None
+    try:
+        state = wait_quiescent(ws, root, timeout_s, launcher, progress=progress)
+    finally:
+        if progress is not None:
+            progress.clear()
+    dead = casualties(ws, root, state)
+    answer = final_response(ws, root)
+    if not dead:
+        return answer
+    if answer is not None:
+        sys.stdout.write(answer + "\n")
+        sys.stdout.flush()
+    for one in dead:
+        guard = (
+            "; the crash-loop guard stopped `lernie scan` from reviving it (R-SCAN-10)"
+            if one.guarded
+            else ""
+        )
+        line = f"lernie prompt: {one.agent} died: {one.cause} (in {one.log}){guard}"
+        print(line, file=sys.stderr)
+    raise AgentsDied(
+        f"{len(dead)} agent(s) of {root} died with work due; fix the cause, then "
+        f"`lernie scan {ws.root}` relaunches them (`lernie status {ws.root}` shows them)"
+    )
+
+
+def _show(text: str) -> None:
+    sys.stderr.write(text)
+    sys.stderr.flush()

@@ -423,6 +423,18 @@ class WaitTimeout(LernieError):
     """The tree did not settle in time; the text names what is still going on."""
 
 
+class AgentsDied(LernieError):
+    """R-LOG-2: the tree settled, but some of its agents died or gave up; the CLI exits 3."""
+
+    exit_code = 3
+
+
+class Interrupted(LernieError):
+    """Ctrl-C (SIGINT) ended the verb; the CLI exits 130, as a shell reports SIGINT."""
+
+    exit_code = 130
+
+
 # --------------------------------------------------------------- raised by cli.advance
 
 

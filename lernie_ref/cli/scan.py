@@ -42,8 +42,9 @@ def run(ns: argparse.Namespace | _OperatorArgs) -> str | None:
     chosen = model_settings_in(os.environ)
     if chosen and report.launched:
         print(
-            f"lernie scan: the drivers it launched run each agent on the model recorded at its "
-            f"creation; this environment's {', '.join(chosen)} counts only for agents with no record (R-STEP-9)",
+            "lernie scan: the drivers it launched run each agent on the model recorded at its "
+            f"creation; this environment's {', '.join(chosen)} counts only for agents with no "
+            "record (R-STEP-9)",
             file=sys.stderr,
         )
     for agent in report.given_up:  # R-SCAN-10: why a dead agent was not relaunched

@@ -113,6 +113,7 @@ def test_r_log_2_wait_still_answers_and_exits_0_when_all_is_well(ws: Workspace) 
     assert proc.returncode == 0, proc.stderr
     root, answer = proc.stdout.splitlines()
     assert answer == "scripted reply to user: hello"
+    assert [r.id for r in status(ws)] == [root]
     assert proc.stderr == ""  # no progress lines when stderr is not a terminal
 
 

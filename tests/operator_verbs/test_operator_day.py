@@ -228,8 +228,8 @@ def test_r_cli_8_a_bad_configuration_is_one_line_and_nothing_is_written(
     before = (tree_listing(ws.root), _refs(ws), sorted(os.listdir(ws.inbox_dir(named))))
     args = {
         "prompt": ["prompt", str(ws.root), "go"],
-        "dispatch": ["dispatch", str(ws.root), "lead", "go"],
-        "message": ["message", str(ws.root), "lead", "go"],
+        "dispatch": ["dispatch", str(ws.root), named, "go"],
+        "message": ["message", str(ws.root), named, "go"],
     }[verb]
     proc = run_cli(args, CLEAN)
     assert proc.returncode == 1, proc.stderr

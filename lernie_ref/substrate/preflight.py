@@ -315,7 +315,8 @@ def env_differs(spec: Spec, config: Config, env: Mapping[str, str]) -> list[str]
         other = spec_of(config)
     except ConfigError:
         return chosen
-    return [] if other == spec else chosen
+    # the record as a driver runs it: settings it leaves out come from the configuration
+    return [] if other == spec_of(apply(config, spec)) else chosen
 
 
 def warning(agent: str, owner: str, spec: Spec, chosen: list[str], env: Mapping[str, str]) -> str:

@@ -16,9 +16,10 @@ shell that launched it says; a different choice there is a warning.
 
 This module is on the ``lernie message`` path (R-CLI-5): it imports only ``os`` and the
 light parts of the package. In the common case (no record or the scripted record,
-``lernie.toml`` absent or byte for byte the file ``lernie new`` wrote, no ``LERNIE_*``
-setting in the environment) nothing needs parsing, so neither ``tomllib`` nor ``json``
-is loaded; any other case takes the full check.
+``lernie.toml`` absent or byte for byte the file ``lernie new`` wrote, or the very file
+an earlier full check passed, no ``LERNIE_*`` setting in the environment) nothing needs
+parsing, so neither ``tomllib`` nor ``json`` is loaded; any other case takes the full
+check.
 """
 
 from __future__ import annotations
@@ -101,8 +102,22 @@ def model_settings_in(env: Mapping[str, str]) -> list[str]:
     ]
 
 
-def _default_config(root: str) -> bool:
-    """``lernie.toml`` is absent or holds :data:`DEFAULT_TEXT` byte for byte."""
+CHECKED_FILE = ".config-checked"
+"""``steps/.config-checked``: the identity of a ``lernie.toml`` that passed the full check
+and chooses the scripted model (a cache: any change of the file changes its identity)."""
+
+
+def _identity(root: str) -> str | None:
+    try:
+        st = os.lstat(os.path.join(root, CONFIG_FILE))
+    except OSError:
+        return None
+    return f"{st.st_mode} {st.st_ino} {st.st_size} {st.st_mtime_ns} {st.st_ctime_ns}\n"
+
+
+def _known_good(root: str) -> bool:
+    """``lernie.toml`` is absent, holds :data:`DEFAULT_TEXT` byte for byte, or is the very
+    file a full check found good and scripted (:data:`CHECKED_FILE`)."""
     try:
         with guarded.open_root(root) as top:
             data = top.read_bytes(CONFIG_FILE)
@@ -110,7 +125,26 @@ def _default_config(root: str) -> bool:
         return True
     except (OSError, ContainmentError):
         return False  # the full check reports it
-    return data == DEFAULT_TEXT.encode("utf-8")
+    if data == DEFAULT_TEXT.encode("utf-8"):
+        return True
+    identity = _identity(root)
+    try:
+        with guarded.walk(root, (STEPS_DIR,)) as steps:
+            return identity is not None and steps.read_bytes(CHECKED_FILE).decode() == identity
+    except (OSError, ContainmentError, UnicodeDecodeError):
+        return False
+
+
+def _remember_good(root: str) -> None:
+    """Record the identity of a ``lernie.toml`` that just passed (best effort: a cache)."""
+    identity = _identity(root)
+    if identity is None:
+        return
+    try:
+        with guarded.walk(root, (STEPS_DIR,)) as steps:
+            steps.write_new(CHECKED_FILE, identity.encode(), replace=True)
+    except (OSError, ContainmentError):
+        pass
 
 
 # ---------------------------------------------------------------- the record (R-STEP-9)
@@ -334,10 +368,13 @@ def for_agent(root: str, agent: str, env: Mapping[str, str]) -> str | None:
     environment chooses another model than the agent's record (R-STEP-9), else ``None``.
     Cheap in the common case (see the module docstring)."""
     found = recorded(root, agent)
-    light = found is None or found[1] == SCRIPTED_RECORD
-    if light and not settings_in(env) and _default_config(root):
+    light = (found is None or found[1] == SCRIPTED_RECORD) and not settings_in(env)
+    if light and _known_good(root):
         return None
     config = load_config(root, env)
+    if light and (found is not None or config.model == "scripted"):
+        _remember_good(root)  # nothing else was checked: the file alone decided
+        return None
     if found is None:
         check_spec(spec_of(config), env, root)
         return None

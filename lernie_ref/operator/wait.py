@@ -255,7 +255,10 @@ def casualties(ws: Workspace, root: str, state: TreeState) -> list[Casualty]:
     for agent in tree_of(ws, root):
         log = ws.driver_log(agent)
         if agent in state.failed:
-            tip = ws.branch_tip(agent)
+            try:
+                tip = ws.branch_tip(agent)
+            except LernieError:
+                tip = ""
             line = last_log_line(ws, agent) or "its driver failed"
         else:
             if pending(ws.inbox_dir(agent)):

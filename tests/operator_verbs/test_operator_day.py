@@ -29,8 +29,10 @@ import pytest
 from conftest import run_cli, wait_quiescent
 
 from lernie_ref.core.sweep import revivals_record
-from lernie_ref.inbox import RecordingLauncher, cli_prompt
+from lernie_ref.inbox import AdvanceLauncher, RecordingLauncher, cli_prompt
 from lernie_ref.operator.status import disk_advice, status
+from lernie_ref.operator.wait import casualties, observe
+from lernie_ref.operator.wait import wait_quiescent as wait_tree
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import poll
 
@@ -435,3 +437,25 @@ def test_r_scan_10_the_crash_loop_guard_is_explained_by_scan_and_status(
     status_proc = run_cli(["status", str(ws.root)])
     assert "the crash-loop guard stopped reviving it" in status_proc.stderr
     assert "exited with exit status: 3: bad request" in status_proc.stderr
+
+
+def test_r_log_2_mail_whose_driver_failed_does_not_keep_the_wait_busy(ws: Workspace) -> None:
+    """A driver that fails before it delivers anything (here: the configuration broke after
+    the mail was deposited) leaves the mail pending; the wait sees the failure written after
+    that mail and reports it instead of waiting out its timeout."""
+    root = cli_prompt(ws, "hello", "", RecordingLauncher())  # mail, no driver yet
+    (ws.root / "lernie.toml").write_text("step_budget = 0\n")
+    AdvanceLauncher().launch(ws.root, root)
+    state = wait_tree(ws, root, 120.0, AdvanceLauncher())
+    assert state.failed == [root] and state.pending == [] and state.running == []
+    [dead] = casualties(ws, root, state)
+    assert dead.agent == root
+    assert (
+        dead.cause.startswith("lernie advance: ") and "step_budget must be at least 1" in dead.cause
+    )
+    assert sorted(os.listdir(ws.inbox_dir(root))) == ["user-001.md"]  # nothing lost
+    # new mail after the failure is not read as failed: its driver has not spoken yet
+    from lernie_ref.inbox import deposit
+
+    deposit(ws.root, root, "user", "again")
+    assert observe(ws, root, None, RecordingLauncher()).pending == [root]

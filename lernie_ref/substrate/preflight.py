@@ -200,7 +200,10 @@ def write_record(root: str, agent: str, spec: Spec) -> None:
 
         data = (json.dumps(spec, sort_keys=True) + "\n").encode("utf-8")
     with guarded.walk(root, (STEPS_DIR, require_agent_id(agent)), create=True) as steps:
-        steps.write_new(RECORD_FILE, data, replace=True)
+        # whole or not at all: a kill mid-write leaves the temp, never half a record
+        temp = f".{RECORD_FILE}.tmp"
+        steps.write_new(temp, data, replace=True)
+        steps.rename(temp, steps, RECORD_FILE)
 
 
 def spec_of(config: Config, model: str | None = None) -> Spec:

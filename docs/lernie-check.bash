@@ -6,11 +6,11 @@ _lernie_check() {
     sub="check"
     if [[ ${#COMP_WORDS[@]} -gt 2 || ${COMP_CWORD} -gt 1 ]]; then
         case "${COMP_WORDS[1]}" in
-            check|mutants|refine|bugs|code-mutants|conform|audit|completion) sub="${COMP_WORDS[1]}" ;;
+            check|mutants|refine|bugs|code-mutants|conform|serve-model|audit|completion) sub="${COMP_WORDS[1]}" ;;
         esac
     fi
     if [[ ${COMP_CWORD} -eq 1 && "${cur}" != -* ]]; then
-        COMPREPLY=( $(compgen -W "check mutants refine bugs code-mutants conform audit completion" -- "${cur}") )
+        COMPREPLY=( $(compgen -W "check mutants refine bugs code-mutants conform serve-model audit completion" -- "${cur}") )
         return
     fi
     case "${sub}" in
@@ -50,11 +50,18 @@ _lernie_check() {
             fi ;;
         conform)
             if [[ "${cur}" == -* ]]; then
-                COMPREPLY=( $(compgen -W "--examples --help --html --impl --json --keep --markdown --outcome --outcome-only --programs --quiet --scenarios --seed --seeded-bug --show-program --verbose" -- "${cur}") ); return
+                COMPREPLY=( $(compgen -W "--examples --flood --help --html --impl --json --keep --markdown --outcome --outcome-only --programs --quiet --scenarios --seed --seeded-bug --show-program --verbose" -- "${cur}") ); return
+            fi ;;
+        serve-model)
+            case "${prev}" in
+                --api) COMPREPLY=( $(compgen -W "anthropic openai both" -- "${cur}") ); return ;;
+            esac
+            if [[ "${cur}" == -* ]]; then
+                COMPREPLY=( $(compgen -W "--api --help --idle --json --lifetime --port --quiet --record --tools-map --verbose" -- "${cur}") ); return
             fi ;;
         audit)
             if [[ "${cur}" == -* ]]; then
-                COMPREPLY=( $(compgen -W "--help --html --json --quiet --strict --verbose" -- "${cur}") ); return
+                COMPREPLY=( $(compgen -W "--help --html --impl --json --quiet --strict --verbose" -- "${cur}") ); return
             fi ;;
         completion)
             if [[ "${cur}" == -* ]]; then

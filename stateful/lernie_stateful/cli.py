@@ -43,6 +43,8 @@ SUBCOMMANDS: dict[str, Sub] = {
                         "catalogued edits of the implementation against the fast checkers"),
     "conform": Sub("lernie_stateful.conform.run:main",
                    "score an implementation through its command line (conformance kit)"),
+    "serve-model": Sub("lernie_stateful.conform.model_server:main",
+                       "serve the kit's scripted model over HTTP (Anthropic and OpenAI APIs)"),
     "audit": Sub("lernie_stateful.audit:main",
                  "check what a workspace's files and git history witness"),
     "completion": Sub("lernie_stateful.cli:completion_main",

@@ -277,9 +277,9 @@ def check_catalogue(root: Path, mutants: Iterable[Mutant] = MUTANTS) -> list[str
 def _command(check: Check, root: Path, copy: Path) -> list[str]:
     py = sys.executable
     if check.kind == "refine":
-        return [py, "-m", "lernie_spec.check", "refine", *check.args]
+        return [py, "-m", "lernie_stateful.cli", "refine", *check.args]
     if check.kind == "kit":
-        return [py, "-m", "lernie_spec.check", "conform", "--impl", "lernie", *check.args]
+        return [py, "-m", "lernie_stateful.cli", "conform", "--impl", "lernie", *check.args]
     nodes = [str(root / n) for n in check.args]
     paths = " ".join(str(p) for p in (copy, root, root / "spec", root / "stateful"))
     return [py, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "--rootdir", str(root),

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lernie_ref.core.errors import ConfigError, ContainmentError
+from lernie_ref.core.tooldefs import ALL_TOOLS, DEFAULT_TOOLS
 from lernie_ref.substrate import guarded
 
 CONFIG_FILE = "lernie.toml"
@@ -64,6 +65,13 @@ class Config:
     """Model calls one agent may make before it stops as ``budget-exhausted``."""
     model_timeout: float = 600.0
     """Seconds one ``command`` model call may take before its process group is killed."""
+    tools: tuple[str, ...] = DEFAULT_TOOLS
+    """R-TOOL-1: the tools every agent is offered (``bash`` only when listed)."""
+    tool_timeout: float = 120.0
+    """R-TOOL-4: seconds one ``bash`` call may run before its processes are killed."""
+    tool_output_cap: int = 65536
+    """R-TOOL-3, R-TOOL-4: bytes of a file (``read_file``) or of each of a command's
+    stdout and stderr (``bash``) a tool result holds; the rest is cut with a marker."""
     anthropic: ProviderSettings = field(
         default_factory=lambda: ProviderSettings(model=DEFAULT_ANTHROPIC_MODEL)
     )
@@ -93,6 +101,19 @@ step_budget = 100
 # Seconds a "command" model may take for one answer; then its process group is
 # killed and the step fails (nothing is committed; the next touch tries again).
 model_timeout = 600.0
+
+# The tools every agent is offered (LERNIE_TOOLS="a,b,c" overrides). "bash" runs
+# any shell command with your own rights inside the agent's worktree: it is not
+# contained, so it is off unless you add it. The file tools (read_file, cd,
+# apply_patch) never reach outside the agent's worktree. Also "multi_tool".
+tools = ["message", "dispatch", "read_file", "cd", "apply_patch"]
+
+# Seconds one bash call may run before it is killed with every process it started.
+tool_timeout = 120.0
+
+# Bytes of a file read, or of each of a command's stdout and stderr, that a tool
+# result keeps; the rest is cut with a marker.
+tool_output_cap = 65536
 
 # Settings of the provider adapters (all optional), e.g.
 # [anthropic]
@@ -136,11 +157,30 @@ def _check(name: str, value: object, default: object, where: str) -> object:
         raise ConfigError(f"{where}: step_budget must be at least 1, not {value}")
     if name == "model" and value == "":
         raise ConfigError(f"{where}: model must not be empty")
+    if name == "tool_output_cap" and isinstance(value, int) and value < 1:
+        raise ConfigError(f"{where}: tool_output_cap must be at least 1, not {value}")
     return value
+
+
+def _tools(value: object, where: str) -> tuple[str, ...]:
+    """R-TOOL-1: a list of known tool names, each once."""
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: tools must be a list of tool names")
+    names = tuple(str(v) for v in value)
+    for name in names:
+        if name not in ALL_TOOLS:
+            raise ConfigError(
+                f"{where}: unknown tool {name!r} (the tools are {', '.join(ALL_TOOLS)})"
+            )
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{where}: a tool is listed twice")
+    return names
 
 
 def _from_env(name: str, raw: str, default: object) -> object:
     var = ENV_PREFIX + name.upper()
+    if name == "tools":
+        return [part.strip() for part in raw.split(",") if part.strip()]
     if isinstance(default, bool):
         if raw not in ("true", "false"):
             raise ConfigError(f"{var}={raw!r}: expected true or false")
@@ -237,10 +277,15 @@ def load(ws: Path, env: Mapping[str, str]) -> Config:
         if key not in fields:
             known = ", ".join(sorted([*fields, *(f"[{p}]" for p in PROVIDERS)]))
             raise ConfigError(f"{path}: unknown key {key!r} (known keys: {known})")
+        if key == "tools":
+            values[key] = _tools(value, str(path))
+            continue
         values[key] = _check(key, value, fields[key], str(path))
     for name, default in fields.items():
         raw = env.get(ENV_PREFIX + name.upper())
-        if raw:
+        if raw and name == "tools":
+            values[name] = _tools(_from_env(name, raw, default), ENV_PREFIX + "TOOLS")
+        elif raw:
             values[name] = _check(
                 name, _from_env(name, raw, default), default, ENV_PREFIX + name.upper()
             )

@@ -92,7 +92,7 @@ from lernie_ref.reply_debt import (
     read_entries,
     read_text,
 )
-from lernie_ref.substrate import gitlocks, guarded
+from lernie_ref.substrate import gitlocks, guarded, shell
 from lernie_ref.substrate.deposit import deposit_result_actor, pending
 from lernie_ref.substrate.launcher import Launcher
 from lernie_ref.substrate.lock import ExecutorLock, InboxAt, try_acquire_present
@@ -515,6 +515,20 @@ def _record_revival(ws: Workspace, agent: str, tip: str, count: int) -> None:
         raise ScanError(f"record revival of {agent}: {io_text(exc)}") from None
 
 
+def _kill_tool_leftovers(ws: Workspace, agent: str, listed: Transcript | None) -> None:
+    """R-TOOL-7 under the sweep's hold: a dead executor's open tool window may have left
+    its tool's processes running; they die now, before the revived hop settles the calls
+    as ``died``."""
+    if not unanswered_tail(history_of(load(ws.worktree(agent), listed))):
+        return
+    killed = shell.kill_marked(ws.root, agent)
+    if killed:
+        notice(
+            f"killed {len(killed)} leftover tool process(es) of [{agent}] whose executor "
+            "died mid-call (R-TOOL-7)"
+        )
+
+
 def _revive(ws: Workspace, agent: str, tip: str, report: ScanReport) -> bool:
     """R-SCAN-10: record one more revival at ``tip`` unless the crash-loop guard gave up.
 
@@ -646,6 +660,8 @@ def _sweep_one(
             if lock is not None:
                 try:
                     due = work_due(ws, agent, listed)
+                    if due:
+                        _kill_tool_leftovers(ws, agent, listed)
                 except LernieError as exc:
                     raise ScanError(f"read transcript of {agent}: {exc}") from None
                 if due:

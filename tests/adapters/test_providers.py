@@ -90,7 +90,8 @@ def test_r_step_8_dispatch_message_answer_end_to_end(ws: Workspace, dialect: Dia
         declared = [
             t["name"] if dialect.name == "anthropic" else t["function"]["name"] for t in tools
         ]
-        assert declared == ["message", "dispatch"]
+        # R-TOOL-1: the default tools (every contained tool, no shell)
+        assert declared == ["message", "dispatch", "read_file", "cd", "apply_patch"]
         messages = dialect.conversation(request.body)
         hits = [
             (agent, k)

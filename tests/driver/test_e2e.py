@@ -285,7 +285,9 @@ def test_r_step_6_command_model_speaks_json_both_ways(ws: Workspace, tmp_path: P
     request = json.loads(seen.read_text())
     assert request["agent"] == root
     assert request["messages"][0]["role"] == "user"
-    assert [t["name"] for t in request["tools"]] == ["message", "dispatch"]
+    assert [t["name"] for t in request["tools"]] == [
+        "message", "dispatch", "read_file", "cd", "apply_patch"
+    ]
     # the environment wins over the file
     proc = run_cli(["prompt", str(ws.root), "again", "--wait"], {"LERNIE_MODEL": "scripted"})
     other = proc.stdout.splitlines()[0]
@@ -305,7 +307,8 @@ def test_r_log_1_log_prints_the_transcript(ws: Workspace) -> None:
         "002 scripted",
         "    → noop({}) [scripted-2-1]",
         "003 tool result error for scripted-2-1",
-        '    lernie tool noop: unknown tool "noop": the tools are `message` and `dispatch`',
+        '    lernie tool noop: unknown tool "noop": the tools are `message`, `dispatch`, '
+        "`read_file`, `cd` and `apply_patch`",
         "004 scripted",
         "    scripted reply to user: log me",
     ]

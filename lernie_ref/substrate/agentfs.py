@@ -100,6 +100,9 @@ class AgentFiles:
                 raise ToolPathError(
                     f"{shown(parts)} is a symbolic link; refused: file tools never follow a link"
                 ) from None
+            with contextlib.suppress(OSError):
+                if stat.S_ISDIR(where.lstat(parts[-1]).st_mode):
+                    raise ToolError(f"{shown(parts)}: is a directory") from None
             raise ToolPathError(f"{shown(parts)} is not a regular file; refused") from None
         except FileNotFoundError:
             raise ToolError(f"{shown(parts)}: no such file") from None

@@ -100,7 +100,9 @@ def test_r_tool_4_a_hanging_grandchild_is_killed_by_the_timeout(
     assert marked_pids(ws.root, ctx.agent_id) == []
 
 
-def test_r_tool_4_a_stop_during_the_call_kills_the_whole_tree(ws: Workspace, tmp_path: Path) -> None:
+def test_r_tool_4_a_stop_during_the_call_kills_the_whole_tree(
+    ws: Workspace, tmp_path: Path
+) -> None:
     command, pids = _hang(tmp_path)
     ctx = agent(ws, stop=lambda: pids.exists(), tool_timeout=600.0)
     out = failed(call(ctx, "bash", command=command))

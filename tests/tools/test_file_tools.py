@@ -4,7 +4,6 @@ real worktree, their successes and their failures; a refused call changes nothin
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
@@ -33,7 +32,8 @@ def test_r_tool_3_read_file_failures_are_one_line_errors(ws: Workspace) -> None:
     ctx = agent(ws)
     (tree(ctx) / "d").mkdir()
     os.mkfifo(tree(ctx) / "fifo")
-    assert failed(call(ctx, "read_file", path="nope")) == "lernie tool read_file: nope: no such file"
+    assert failed(call(ctx, "read_file", path="nope")) == (
+        "lernie tool read_file: nope: no such file")
     assert failed(call(ctx, "read_file", path="d")) == "lernie tool read_file: d: is a directory"
     assert "not a regular file" in failed(call(ctx, "read_file", path="fifo"))
     assert "missing field `path`" in failed(call(ctx, "read_file"))
@@ -187,7 +187,8 @@ def test_r_tool_6_multi_tool_runs_in_order_and_aborts_after_a_failure(ws: Worksp
         "[5/5] cd: skipped",
     ]
     nested = call(ctx, "multi_tool", on_failure="run_all", invocations=[
-        {"name": "multi_tool", "input": {"invocations": []}}, {"name": "cd", "input": {"path": "."}},
+        {"name": "multi_tool", "input": {"invocations": []}},
+        {"name": "cd", "input": {"path": "."}},
     ])
     assert text(nested).split("\n")[0] == "[1/2] multi_tool: declined"
     assert "[2/2] cd: ok" in text(nested)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from conftest import run_cli, wait_quiescent
 from driver.util import driver_pids, entries, lock_is_free, names
+from lernie_stateful.audit import audit
 
 from lernie_ref.core.entry import text_of
 from lernie_ref.core.tooldefs import ALL_TOOLS
@@ -24,7 +25,6 @@ from lernie_ref.substrate.lock import try_acquire
 from lernie_ref.substrate.shell import marked_pids
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import Inline, poll
-from lernie_stateful.audit import audit
 
 from .test_bash import gone
 
@@ -123,7 +123,10 @@ def test_r_lock_3_exec_baton_across_real_tool_hops(ws: Workspace) -> None:
     wait_quiescent(ws)
 
 
-HANG = "@bash sleep 300 & a=$!; setsid sleep 301 & b=$!; echo $a $b $$ > {p}.tmp; mv {p}.tmp {p}; wait"
+HANG = (
+    "@bash sleep 300 & a=$!; setsid sleep 301 & b=$!; "
+    "echo $a $b $$ > {p}.tmp; mv {p}.tmp {p}; wait"
+)
 
 
 def test_r_tool_4_lernie_stop_kills_a_hanging_bash_tree(ws: Workspace, tmp_path: Path) -> None:

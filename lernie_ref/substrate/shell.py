@@ -37,8 +37,10 @@ from pathlib import Path
 from lernie_ref.substrate.launcher import TOOL_MARKS
 
 WS_MARK, AGENT_MARK = TOOL_MARKS
-SCRUBBED = ("LERNIE_LOCK_FD", WS_MARK, AGENT_MARK)
-"""Variables a tool's environment never inherits from the executor's."""
+SCRUBBED = ("LERNIE_LOCK_FD", WS_MARK, AGENT_MARK, "ANTHROPIC_API_KEY", "OPENAI_API_KEY")
+"""Variables a tool's environment never inherits from the executor's: the lease, the
+marks (set afresh), and the provider keys, so a command cannot print a key into the
+transcript (R-STEP-8)."""
 
 _POLL_S = 0.02
 _DRAIN_S = 2.0

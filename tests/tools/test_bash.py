@@ -5,6 +5,7 @@ not after a timeout, not after a stop, not a grandchild, not one that left the g
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from lernie_ref.substrate.shell import marked_pids
@@ -35,11 +36,14 @@ def test_r_tool_4_success_exit_status_stdout_and_stderr(ws: Workspace) -> None:
 
 def test_r_tool_4_runs_in_the_current_directory_with_scrubbed_marked_env(ws: Workspace) -> None:
     ctx = agent(ws)
+    ctx = replace(ctx, env={**ctx.env, "LERNIE_LOCK_FD": "7", "ANTHROPIC_API_KEY": "sk-x",
+                            "OPENAI_API_KEY": "sk-y"})
     (tree(ctx) / "sub").mkdir()
     ok(call(ctx, "cd", path="sub"))
     out = ok(call(ctx, "bash", command=(
         'pwd; echo "fd=${LERNIE_LOCK_FD-unset} agent=$LERNIE_AGENT '
-        'mark=$LERNIE_TOOL_AGENT"; ls /proc/self/fd | wc -l; cat < /dev/stdin | wc -c')))
+        'mark=$LERNIE_TOOL_AGENT"; ls /proc/self/fd | wc -l; cat < /dev/stdin | wc -c; env')))
+    assert "sk-x" not in out and "sk-y" not in out
     lines = out.split("\n")
     assert lines[1] == os.path.realpath(tree(ctx) / "sub")
     assert lines[2] == f"fd=unset agent={ctx.agent_id} mark={ctx.agent_id}"

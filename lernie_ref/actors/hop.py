@@ -321,9 +321,10 @@ def _step(
         )
         yield Passed(Point.HOP_BUDGET_EXHAUSTED, agent_id)
         return (yield from _conclude(ws, agent_id, Epitaph.BUDGET_EXHAUSTED, lock, seen, deps))
+    tools = deps.config.tools_for(agent_id, lambda: ws.agent_name(agent_id))
     request = ModelRequest(
         agent_id, entries, transcript.wire_messages(entries),
-        tools=tool_specs(deps.config.tools), worktree=Path(worktree),
+        tools=tool_specs(tools), worktree=Path(worktree),
     )
     reply = deps.model.call(request, deps.stop_requested)
     yield Passed(Point.HOP_MODEL_RETURNED, agent_id)
@@ -348,7 +349,7 @@ def _step(
             return (yield from _conclude(ws, agent_id, Epitaph.STOPPED, lock, seen, deps))
         context = ToolContext(
             ws, agent_id, deps.launcher, deps.clock, deps.config, deps.stop_requested,
-            os.environ if deps.env is None else deps.env,
+            os.environ if deps.env is None else deps.env, tools,
         )
         result = run_tool(call, context)
         yield Passed(Point.HOP_TOOL_RAN, agent_id, str(call["id"]))

@@ -63,6 +63,12 @@ class ToolContext:
     config: Config
     stop_requested: Callable[[], bool]
     env: Mapping[str, str]
+    tools: tuple[str, ...] | None = None
+    """The agent's tools (R-TOOL-1); ``None``: the workspace's ``tools``."""
+
+    @property
+    def enabled(self) -> tuple[str, ...]:
+        return self.config.tools if self.tools is None else self.tools
 
     @property
     def files(self) -> AgentFiles:
@@ -312,7 +318,7 @@ TOOLS: dict[str, Callable[[object, ToolContext], ToolOutcome]] = {
 
 
 def _enabled(name: str, ctx: ToolContext) -> bool:
-    return name in ctx.config.tools and name in TOOLS
+    return name in ctx.enabled and name in TOOLS
 
 
 def _run(name: object, raw: object, ctx: ToolContext) -> ToolOutcome:
@@ -321,12 +327,12 @@ def _run(name: object, raw: object, ctx: ToolContext) -> ToolOutcome:
         if not isinstance(name, str) or name not in TOOLS:
             quoted = debug_quote(name) if isinstance(name, str) else repr(name)
             raise ToolInputError(
-                f"unknown tool {quoted}: the tools are {_listing(ctx.config.tools)}"
+                f"unknown tool {quoted}: the tools are {_listing(ctx.enabled)}"
             )
-        if name not in ctx.config.tools:
+        if name not in ctx.enabled:
             raise ToolInputError(
-                f"tool `{name}` is not enabled in this workspace (lernie.toml `tools`); "
-                f"the tools are {_listing(ctx.config.tools)}"
+                f"tool `{name}` is not enabled for this agent (lernie.toml `tools`); "
+                f"the tools are {_listing(ctx.enabled)}"
             )
         return TOOLS[name](raw, ctx)
     except LernieError as exc:

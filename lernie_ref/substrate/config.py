@@ -11,7 +11,7 @@ or an unknown key is a :class:`~lernie_ref.core.errors.ConfigError`, never a sil
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,6 +53,7 @@ class ProviderSettings:
 
 
 PROVIDERS = ("anthropic", "openai")
+TABLES = (*PROVIDERS, "agent_tools")
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,9 @@ class Config:
     """Seconds one ``command`` model call may take before its process group is killed."""
     tools: tuple[str, ...] = DEFAULT_TOOLS
     """R-TOOL-1: the tools every agent is offered (``bash`` only when listed)."""
+    agent_tools: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """R-TOOL-1: the ``[agent_tools]`` table: an agent id or display name → that agent's
+    tools, in place of ``tools``."""
     tool_timeout: float = 120.0
     """R-TOOL-4: seconds one ``bash`` call may run before its processes are killed."""
     tool_output_cap: int = 65536
@@ -76,6 +80,18 @@ class Config:
         default_factory=lambda: ProviderSettings(model=DEFAULT_ANTHROPIC_MODEL)
     )
     """The ``[anthropic]`` table (``model = "anthropic"``)."""
+
+    def tools_for(self, agent_id: str, name: Callable[[], str]) -> tuple[str, ...]:
+        """R-TOOL-1: ``agent_id``'s tools: its ``[agent_tools]`` entry by id, else by its
+        display name (``name`` is asked only when the table has entries), else ``tools``."""
+        if not self.agent_tools:
+            return self.tools
+        if agent_id in self.agent_tools:
+            return self.agent_tools[agent_id]
+        shown = name()
+        if shown and shown in self.agent_tools:
+            return self.agent_tools[shown]
+        return self.tools
     openai: ProviderSettings = field(
         default_factory=lambda: ProviderSettings(model=DEFAULT_OPENAI_MODEL)
     )
@@ -107,6 +123,10 @@ model_timeout = 600.0
 # contained, so it is off unless you add it. The file tools (read_file, cd,
 # apply_patch) never reach outside the agent's worktree. Also "multi_tool".
 tools = ["message", "dispatch", "read_file", "cd", "apply_patch"]
+
+# Tools for one agent instead, by its display name or its id, e.g.
+# [agent_tools]
+# tester = ["message", "read_file", "cd", "bash"]
 
 # Seconds one bash call may run before it is killed with every process it started.
 tool_timeout = 120.0
@@ -255,7 +275,7 @@ def load(ws: Path, env: Mapping[str, str]) -> Config:
     import tomllib
 
     path = ws / CONFIG_FILE
-    fields = {f.name: f.default for f in dataclasses.fields(Config) if f.name not in PROVIDERS}
+    fields = {f.name: f.default for f in dataclasses.fields(Config) if f.name not in TABLES}
     values: dict[str, object] = {}
     try:  # a regular file directly under the root, never read through a link (R-WS-7)
         with guarded.open_root(ws) as root:
@@ -274,8 +294,16 @@ def load(ws: Path, env: Mapping[str, str]) -> Config:
     for key, value in table.items():
         if key in PROVIDERS:
             continue
+        if key == "agent_tools":
+            if not isinstance(value, dict):
+                raise ConfigError(f"{path}: agent_tools must be a table ([agent_tools])")
+            values[key] = {
+                str(who): _tools(listed, f"{path} [agent_tools] {who}")
+                for who, listed in value.items()
+            }
+            continue
         if key not in fields:
-            known = ", ".join(sorted([*fields, *(f"[{p}]" for p in PROVIDERS)]))
+            known = ", ".join(sorted([*fields, *(f"[{p}]" for p in TABLES)]))
             raise ConfigError(f"{path}: unknown key {key!r} (known keys: {known})")
         if key == "tools":
             values[key] = _tools(value, str(path))

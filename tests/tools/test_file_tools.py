@@ -161,7 +161,7 @@ def test_r_tool_1_a_tool_not_enabled_is_an_error_result(ws: Workspace) -> None:
     ctx = agent(ws, tools=DEFAULT_TOOLS)
     line = failed(call(ctx, "bash", command="touch /tmp/should-not-exist-$$"))
     assert line == (
-        "lernie tool bash: tool `bash` is not enabled in this workspace (lernie.toml `tools`); "
+        "lernie tool bash: tool `bash` is not enabled for this agent (lernie.toml `tools`); "
         "the tools are `message`, `dispatch`, `read_file`, `cd` and `apply_patch`")
     assert failed(call(ctx, "frob")) == (
         'lernie tool frob: unknown tool "frob": the tools are `message`, `dispatch`, '

@@ -3,6 +3,7 @@ scripted model's directives for the work tools (docs/models.md)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -81,3 +82,23 @@ def test_scripted_directives_for_the_work_tools() -> None:
     unclosed = parse_script("@apply_patch\n*** Begin Patch\n*** Delete File: x")
     assert unclosed.actions == (
         ("apply_patch", {"input": "*** Begin Patch\n*** Delete File: x\n"}),)
+
+
+def test_r_tool_1_agent_tools_give_one_agent_its_own_list(tmp_path: Path) -> None:
+    ws = _ws(tmp_path, '[agent_tools]\ntester = ["bash"]\n"20260711T000000Z-0a1b2c3d" = []\n')
+    config = load(ws, {})
+    asked: list[str] = []
+
+    def name(value: str) -> Callable[[], str]:
+        return lambda: asked.append(value) or value  # type: ignore[func-returns-value]
+
+    assert config.tools_for("20260711T000000Z-0a1b2c3d", name("tester")) == ()
+    assert asked == []  # the id is looked up first; the name is not even read
+    assert config.tools_for("x", name("tester")) == ("bash",)
+    assert config.tools_for("x", name("other")) == DEFAULT_TOOLS
+    assert Config().tools_for("x", name("never")) == DEFAULT_TOOLS
+    assert asked == ["tester", "other"]  # no table: no name read at all
+    with pytest.raises(ConfigError, match="unknown tool 'sh'"):
+        load(_ws(tmp_path, '[agent_tools]\nx = ["sh"]\n'), {})
+    with pytest.raises(ConfigError, match="must be a table"):
+        load(_ws(tmp_path, 'agent_tools = ["bash"]\n'), {})

@@ -176,3 +176,18 @@ def test_r_tool_7_sigkill_mid_tool_then_scan_kills_the_leftovers_and_settles_die
     assert text_of(entries(ws, root)[-1].blocks()) == "scripted reply to user: hang"
     report = audit(ws.root)
     assert report.violations() == [], report.text()
+
+
+def test_r_tool_1_a_named_child_gets_its_own_tools(ws: Workspace) -> None:
+    config = Config(agent_tools={"kid": ALL_TOOLS})  # the others keep the default, no bash
+    inline = Inline(ws, config=config)
+    root = cli_prompt(ws, "@bash echo root\n@dispatch name=kid @bash echo kid\nplan", "",
+                      inline.launcher)
+    assert inline.settle()
+    (kid,) = [a for a in ws.agent_ids() if a != root]
+    assert tool_results(ws, kid) == [(False, "Exit code: 0\nkid\n")]
+    refused, dispatched = tool_results(ws, root)
+    assert refused == (True, "lernie tool bash: tool `bash` is not enabled for this agent "
+                             "(lernie.toml `tools`); the tools are `message`, `dispatch`, "
+                             "`read_file`, `cd` and `apply_patch`")
+    assert not dispatched[0]

@@ -92,7 +92,7 @@ from lernie_ref.reply_debt import (
     read_entries,
     read_text,
 )
-from lernie_ref.substrate import gitlocks, guarded, shell
+from lernie_ref.substrate import gitlocks, guarded
 from lernie_ref.substrate.deposit import deposit_result_actor, pending
 from lernie_ref.substrate.launcher import Launcher
 from lernie_ref.substrate.lock import ExecutorLock, InboxAt, try_acquire_present
@@ -521,6 +521,8 @@ def _kill_tool_leftovers(ws: Workspace, agent: str, listed: Transcript | None) -
     as ``died``."""
     if not unanswered_tail(history_of(load(ws.worktree(agent), listed))):
         return
+    from lernie_ref.substrate import shell  # off the scan's light path (R-CLI-5)
+
     killed = shell.kill_marked(ws.root, agent)
     if killed:
         notice(

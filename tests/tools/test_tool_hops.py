@@ -191,3 +191,30 @@ def test_r_tool_1_a_named_child_gets_its_own_tools(ws: Workspace) -> None:
                              "(lernie.toml `tools`); the tools are `message`, `dispatch`, "
                              "`read_file`, `cd` and `apply_patch`")
     assert not dispatched[0]
+
+
+def test_r_tool_7_the_next_hop_kills_the_leftovers_before_settling_died(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    """No scan: mail to the dead agent launches a driver, whose settlement (R-STEP-2)
+    kills the dead call's processes first and says so in the driver log."""
+    enable_tools(ws)
+    pids = tmp_path / "pids"
+    proc = run_cli(["prompt", str(ws.root), "hang\n" + HANG.format(p=pids)])
+    assert proc.returncode == 0, proc.stderr
+    root = proc.stdout.strip()
+    poll(pids.exists, "the command to start its processes")
+    (driver,) = driver_pids(ws, root)
+    os.kill(driver, signal.SIGKILL)
+    poll(lambda: gone(driver), "the driver to die")
+    started = [int(p) for p in pids.read_text().split()]
+    mail = run_cli(["message", str(ws.root), root, "are you there"])
+    assert mail.returncode == 0, mail.stderr
+    for pid in started:
+        poll(lambda pid=pid: gone(pid), f"process {pid} to be killed")  # type: ignore[misc]
+    wait_quiescent(ws)
+    log = ws.driver_log(root).read_text()
+    assert f"leftover tool process(es) of [{root}] whose executor died mid-call" in log
+    died = tool_results(ws, root)[0]
+    assert died[0] and died[1].startswith("died: ")
+    assert marked_pids(ws.root, root) == []

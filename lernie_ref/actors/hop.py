@@ -62,7 +62,7 @@ from lernie_ref.core.vocab import STAGING_FILE, MarkKind, Point
 from lernie_ref.core.warrant import Warrant, unanswered_tail, warrant_of
 from lernie_ref.inbox import Epitaph, Launcher
 from lernie_ref.reply_debt import is_terminal_response, read_entries
-from lernie_ref.substrate import gitlocks, shell, transcript
+from lernie_ref.substrate import gitlocks, transcript
 from lernie_ref.substrate.config import Config
 from lernie_ref.substrate.deposit import deposit_result_actor
 from lernie_ref.substrate.lock import ExecutorLock, take_lease
@@ -152,6 +152,8 @@ def hop_actor(
 def _settle_actor(ws: Workspace, agent_id: str, ids: Sequence[str], text: str) -> Actor[None]:
     if text == DIED_TEXT:
         # R-TOOL-7: the dead executor's tool processes die before their calls are settled
+        from lernie_ref.substrate import shell
+
         killed = shell.kill_marked(ws.root, agent_id)
         if killed:
             notice(

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from lernie_ref.actors.writer import dispatch, message
 from lernie_ref.core.clock import Clock
@@ -38,11 +39,12 @@ from lernie_ref.core.errors import (
 )
 from lernie_ref.core.patch import apply_hunks, join_lines, parse, relative_parts
 from lernie_ref.core.tooldefs import ALL_TOOLS
-from lernie_ref.substrate import shell
-from lernie_ref.substrate.agentfs import AgentFiles, Parts, new_file_mode, shown
 from lernie_ref.substrate.config import Config
 from lernie_ref.substrate.launcher import Launcher
 from lernie_ref.substrate.workspace import Workspace
+
+if TYPE_CHECKING:  # the work tools' modules load with the first call that needs them
+    from lernie_ref.substrate.agentfs import AgentFiles, Parts
 
 TOOL_NAMES = ALL_TOOLS
 
@@ -72,6 +74,8 @@ class ToolContext:
 
     @property
     def files(self) -> AgentFiles:
+        from lernie_ref.substrate.agentfs import AgentFiles
+
         return AgentFiles(self.ws.root, self.agent_id, self.ws.steps_dir(self.agent_id))
 
 
@@ -125,6 +129,8 @@ def _text_of(data: bytes) -> str:
 
 def _read_file(raw: object, ctx: ToolContext) -> ToolOutcome:
     """R-TOOL-3: a file of the worktree, relative to the current directory, capped."""
+    from lernie_ref.substrate.agentfs import shown
+
     args = _fields(raw, ("path",), ())
     files = ctx.files
     parts = files.resolve(args["path"])
@@ -138,6 +144,8 @@ def _read_file(raw: object, ctx: ToolContext) -> ToolOutcome:
 
 def _cd(raw: object, ctx: ToolContext) -> ToolOutcome:
     """R-TOOL-3: move the agent's current directory; it persists across steps."""
+    from lernie_ref.substrate.agentfs import shown
+
     args = _fields(raw, ("path",), ())
     if not args["path"].strip():
         raise ToolError("an empty path names no directory")
@@ -150,6 +158,8 @@ def _cd(raw: object, ctx: ToolContext) -> ToolOutcome:
 
 def _apply_patch(raw: object, ctx: ToolContext) -> ToolOutcome:
     """R-TOOL-5: one envelope, applied whole or not at all."""
+    from lernie_ref.substrate.agentfs import new_file_mode, shown
+
     args = _fields(raw, ("input",), ())
     ops = parse(args["input"])
     files = ctx.files
@@ -205,6 +215,8 @@ def _apply_patch(raw: object, ctx: ToolContext) -> ToolOutcome:
 
 def _bash(raw: object, ctx: ToolContext) -> ToolOutcome:
     """R-TOOL-4: ``sh -c`` in the current directory; bounded; its processes killed whole."""
+    from lernie_ref.substrate import shell
+
     args = _fields(raw, ("command",), ())
     files = ctx.files
     cwd = files.cwd()

@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import stat
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -135,7 +134,7 @@ class AgentFiles:
         data = (shown(parts) if parts else "").encode("utf-8") + b"\n"
         try:
             with guarded.walk_tail(self.steps_dir, 2, create=True) as steps:
-                temp = f".{CWD_FILE}.{secrets.token_hex(6)}.tmp"
+                temp = f".{CWD_FILE}.{os.urandom(6).hex()}.tmp"
                 steps.write_new(temp, data)
                 try:
                     steps.rename(temp, steps, CWD_FILE)
@@ -236,7 +235,7 @@ class AgentFiles:
                     held.append((where, parts[-1], None))
                     continue
                 data, mode = content
-                temp = f".{parts[-1][:100]}.{secrets.token_hex(6)}.patch.tmp"
+                temp = f".{parts[-1][:100]}.{os.urandom(6).hex()}.patch.tmp"
                 try:
                     fd = where.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
                 except OSError as exc:

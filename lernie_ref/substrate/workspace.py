@@ -409,12 +409,17 @@ class Workspace(Registry):
     def unborn_candidates(self) -> list[str]:
         """Names under ``agents/`` and ``repo.git/worktrees/`` that no ref names may be the
         remains of a creation killed before its ref (R-PROBE-6); the caller checks each
-        under its lock. Sorted, ids only."""
+        under its lock. Sorted; only names shaped like minted ids (R-ID-5: a first token
+        ``YYYYMMDDTHHMMSSZ``), so nothing else anyone put there is ever taken for remains."""
         found: set[str] = set()
         for where in (self.agents_root, self.repo_git / "worktrees"):
             try:
                 with os.scandir(where) as it:
-                    found.update(e.name for e in it if is_agent_id(e.name))
+                    found.update(
+                        e.name
+                        for e in it
+                        if is_agent_id(e.name) and is_timestamp_token(e.name.split("-", 1)[0])
+                    )
             except OSError:
                 continue
         return sorted(found)

@@ -156,3 +156,16 @@ def test_r_ws_9_a_lock_its_owner_removes_while_waited_for_is_not_touched(
 
     assert gitlocks.clear_shared_locks(ws.root, sleep=owner_finishes,
                                        live_users=lambda root: [4242]) == []
+
+
+def test_r_scan_12_only_id_shaped_remains_are_removed(ws: Workspace) -> None:
+    """What someone else put under ``agents/`` is never taken for a killed creation's
+    remains; an id-shaped worktree no ref names, with no creator at work, is."""
+    notes = ws.agents_root / "notes"
+    notes.mkdir()
+    (notes / "keep.txt").write_text("mine")
+    ws.prepare_root_agent("20260101T000000Z-0000000f", "", "killed")  # never published
+    report = scan(ws, RecordingLauncher(), SystemClock())
+    assert report.abandoned == ["20260101T000000Z-0000000f"]
+    assert sorted(os.listdir(ws.agents_root)) == ["notes"]
+    assert (notes / "keep.txt").read_text() == "mine"

@@ -375,10 +375,11 @@ class Workspace(Registry):
         """The remains of an agent whose creation never reached :meth:`publish_agent`
         (R-PROBE-6): its worktree, the worktree's admin directory, a branch lock file a
         killed ``update-ref`` left, and its inbox directory with what lies in it (its
-        goal's deposit, a writer's temp file). The caller holds the agent's executor lock
-        and has seen that no ref names the agent. Returns what was removed, relative to
-        the workspace root. Nothing outside ``agents/<id>``, ``repo.git/worktrees/<id>``,
-        the ref lock file and ``inbox/<id>`` is touched; a link is removed, never followed.
+        goal's deposit, a writer's temp file) and ``steps/<id>`` (its model record). The
+        caller holds the agent's executor lock and has seen that no ref names the agent.
+        Returns what was removed, relative to the workspace root. Nothing outside
+        ``agents/<id>``, ``repo.git/worktrees/<id>``, the ref lock file, ``steps/<id>`` and
+        ``inbox/<id>`` is touched; a link is removed, never followed.
         """
         name = require_agent_id(agent_id)
         removed: list[str] = []
@@ -394,6 +395,7 @@ class Workspace(Registry):
         for rel, path in (
             (f"{AGENTS_DIR}/{name}", self.agents_root / name),
             (f"{INBOX_DIR}/{name}", self.inbox_root / name),
+            (f"{STEPS_DIR}/{name}", self.steps_root / name),  # its model record (R-STEP-9)
         ):
             if path.is_symlink() or path.exists():
                 _remove_tree(path)

@@ -1459,6 +1459,9 @@ NOT_MODELLED: dict[str, str] = {
     "R-STEP-6": "model adapters: the model call is a nondeterministic choice",
     "R-STEP-8": "provider adapters: the model call is a nondeterministic choice",
     "R-SCAN-3": "report format",
+    "R-SCAN-12": "a creation is one step in the model (the child exists from the dispatch's "
+    "listing); the remains of one killed before its ref are seen by no reader and are "
+    "checked on the implementation (tests/fault, the refinement machine's killed creations)",
     "R-SCAN-11": "a result's publication and its returned mark are one step in the model, "
     "so no mark is ever left behind to repair (§19)",
     "R-SCAN-7": "error texts",

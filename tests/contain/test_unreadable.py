@@ -24,7 +24,9 @@ from lernie_ref.substrate.lock import try_acquire
 from tests.contain.kit import World, make_world, one_line, snapshot, wait_quiescent
 
 NOBODY = 65534
-SOURCE = str(Path(__file__).resolve().parents[2])
+_CHECKOUT = Path(__file__).resolve().parents[2]
+SOURCE = os.pathsep.join(str(p) for p in (_CHECKOUT, _CHECKOUT / "spec", _CHECKOUT / "stateful"))
+"""The package and the model it imports its spellings from (``lernie_spec``), uninstalled."""
 
 
 def _drop() -> None:

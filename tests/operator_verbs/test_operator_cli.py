@@ -91,6 +91,7 @@ def test_r_scan_3_json_report(ws: Workspace) -> None:
         "driven": [],
         "revived": [root],
         "given_up": [],
+        "abandoned": [],
     }
     wait_quiescent(ws)
     assert proc.stdout.count("\n") == 1

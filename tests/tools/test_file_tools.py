@@ -122,7 +122,7 @@ def test_r_tool_5_an_envelope_sees_its_own_earlier_operations(ws: Workspace) -> 
         (("*** Update File: bin.dat", " x"), "not UTF-8"),
         (("*** Add File: messages/999-x.json", "+{}"), "only the harness writes"),
         (("*** Add File: ../escape", "+x"), "climbs"),
-        (("*** Add File: /tmp/escape", "+x"), "absolute"),
+        (("*** Add File: /etc/escape", "+x"), "absolute"),
         (("*** Add File: sub", "+x"), "is a directory"),
         (("*** Add File: a.txt/inner", "+x"), "not a directory"),
     ],
@@ -159,7 +159,7 @@ def test_r_tool_5_a_malformed_envelope_leaves_every_file_untouched(ws: Workspace
 
 def test_r_tool_1_a_tool_not_enabled_is_an_error_result(ws: Workspace) -> None:
     ctx = agent(ws, tools=DEFAULT_TOOLS)
-    line = failed(call(ctx, "bash", command="touch /tmp/should-not-exist-$$"))
+    line = failed(call(ctx, "bash", command="touch should-not-exist"))
     assert line == (
         "lernie tool bash: tool `bash` is not enabled for this agent (lernie.toml `tools`); "
         "the tools are `message`, `dispatch`, `read_file`, `cd` and `apply_patch`")

@@ -15,7 +15,6 @@ from __future__ import annotations
 from lernie_ref.actors.probe import ProbeOutcome, writer_probe_actor
 from lernie_ref.core.actor import run
 from lernie_ref.core.errors import UsageError
-from lernie_ref.core.ids import require_agent_id
 from lernie_ref.core.names import USER_SENDER
 from lernie_ref.substrate.deposit import deposit_actor
 
@@ -31,10 +30,9 @@ if TYPE_CHECKING:
     from lernie_ref.substrate.spool import Spool
     from lernie_ref.substrate.workspace import Workspace
 
-MESSAGE_REASON = "a message is addressed to an existing agent, by id or unique name (ARCH §2.11)"
+MESSAGE_REASON = "a message is addressed to an existing agent, by id or unique name (R-ID-6)"
 DISPATCH_REASON = (
-    "a dispatch forks a child of an existing agent (ARCH §2.3: the `agents/*` refs are "
-    "the registry)"
+    "a dispatch forks a child of an existing agent, named by id or unique name (R-ID-6)"
 )
 
 
@@ -59,11 +57,14 @@ def message_actor(
     sender: str,
     launcher: Launcher,
     clock: Clock,
+    preflight: Callable[[str], None] | None = None,
 ) -> Actor[ProbeOutcome]:
     """R-PROBE-4: id guard, name resolution, workspace and existence guards, deposit, probe.
 
-    Nothing is written before every guard has passed (I-17). ``sender`` is resolved by
-    the caller (:func:`resolve_cli_sender`, or the calling agent's id for a tool).
+    Nothing is written before every guard has passed (I-17), nor before ``preflight``
+    (given the resolved id; the CLI's check of what a driver will need, R-CLI-8) returned.
+    ``sender`` is resolved by the caller (:func:`resolve_cli_sender`, or the calling
+    agent's id for a tool).
     ``content`` is text, or a stream copied straight into the deposit (R-CLI-7).
 
     Points: the deposit's ``Point.DEPOSIT_LISTED``, ``Point.DEPOSIT_TEMP_WRITTEN``,
@@ -75,10 +76,9 @@ def message_actor(
     """
     if isinstance(content, str):
         _require_text("message content", content)
-    require_agent_id(agent)
-    target = ws.resolve_name(agent)
-    ws.check_layout()
-    ws.require_agent(target, MESSAGE_REASON)
+    target = ws.resolve_agent(agent, MESSAGE_REASON)
+    if preflight is not None:
+        preflight(target)
     yield from deposit_actor(ws.root, target, sender, content, clock)
     return (yield from writer_probe_actor(ws.root, target, launcher))
 
@@ -100,13 +100,17 @@ def _found(
     held: str | Spool,
     launcher: Launcher,
     clock: Clock,
+    created: Callable[[str], None] | None = None,
 ) -> Actor[str]:
     """Create a new agent (``create`` mints its id and makes its branch and worktree),
+    call ``created`` with its id (the CLI records the agent's model there, R-STEP-9),
     deposit ``held`` into its inbox from ``sender``, then probe it: the tail that a
     dispatch and a prompt share (R-PROBE-5, R-PROBE-6). A spool is closed once the
     deposit has copied it, whatever happened. Returns the new id."""
     try:
         aid = create()
+        if created is not None:
+            created(aid)
         content = held if isinstance(held, str) else held.reader()
         yield from deposit_actor(ws.root, aid, sender, content, clock)
     finally:
@@ -117,7 +121,13 @@ def _found(
 
 
 def dispatch_actor(
-    ws: Workspace, parent: str, goal: str | Stream, name: str, launcher: Launcher, clock: Clock
+    ws: Workspace,
+    parent: str,
+    goal: str | Stream,
+    name: str,
+    launcher: Launcher,
+    clock: Clock,
+    created: Callable[[str], None] | None = None,
 ) -> Actor[str]:
     """R-PROBE-6: fork a child of ``parent``, deposit ``goal`` as the parent's message, probe.
 
@@ -133,9 +143,7 @@ def dispatch_actor(
     """
     if isinstance(goal, str):
         _require_text("goal", goal)
-    require_agent_id(parent)
-    ws.check_layout()
-    ws.require_agent(parent, DISPATCH_REASON)
+    parent = ws.resolve_agent(parent, DISPATCH_REASON)
     ws.check_new_name(name)
     held = _spooled(ws, goal, "goal")
 
@@ -144,11 +152,16 @@ def dispatch_actor(
         ws.create_child_agent(parent, child, name, held)
         return child
 
-    return (yield from _found(ws, create, parent, held, launcher, clock))
+    return (yield from _found(ws, create, parent, held, launcher, clock, created))
 
 
 def prompt_actor(
-    ws: Workspace, text: str | Stream, name: str, launcher: Launcher, clock: Clock
+    ws: Workspace,
+    text: str | Stream,
+    name: str,
+    launcher: Launcher,
+    clock: Clock,
+    created: Callable[[str], None] | None = None,
 ) -> Actor[str]:
     """R-PROBE-5: mint a root, create its branch and worktree, deposit ``text`` as ``user``,
     probe. Returns the root id. ``name`` is its optional display name (R-ID-8).
@@ -172,7 +185,7 @@ def prompt_actor(
         ws.create_root_agent(root, name, held)
         return root
 
-    return (yield from _found(ws, create, USER_SENDER, held, launcher, clock))
+    return (yield from _found(ws, create, USER_SENDER, held, launcher, clock, created))
 
 
 def message(
@@ -182,20 +195,32 @@ def message(
     sender: str,
     launcher: Launcher,
     clock: Clock,
+    preflight: Callable[[str], None] | None = None,
 ) -> ProbeOutcome:
     """:func:`message_actor` run straight through."""
-    return run(message_actor(ws, agent, content, sender, launcher, clock))
+    return run(message_actor(ws, agent, content, sender, launcher, clock, preflight))
 
 
 def dispatch(
-    ws: Workspace, parent: str, goal: str | Stream, name: str, launcher: Launcher, clock: Clock
+    ws: Workspace,
+    parent: str,
+    goal: str | Stream,
+    name: str,
+    launcher: Launcher,
+    clock: Clock,
+    created: Callable[[str], None] | None = None,
 ) -> str:
     """:func:`dispatch_actor` run straight through."""
-    return run(dispatch_actor(ws, parent, goal, name, launcher, clock))
+    return run(dispatch_actor(ws, parent, goal, name, launcher, clock, created))
 
 
 def prompt(
-    ws: Workspace, text: str | Stream, name: str, launcher: Launcher, clock: Clock
+    ws: Workspace,
+    text: str | Stream,
+    name: str,
+    launcher: Launcher,
+    clock: Clock,
+    created: Callable[[str], None] | None = None,
 ) -> str:
     """:func:`prompt_actor` run straight through."""
-    return run(prompt_actor(ws, text, name, launcher, clock))
+    return run(prompt_actor(ws, text, name, launcher, clock, created))

@@ -1469,4 +1469,6 @@ NOT_MODELLED: dict[str, str] = {
     "R-CLI-5": "CLI performance",
     "R-CLI-6": "CLI argument handling",
     "R-CLI-7": "CLI content sources (stdin, --file); the deposit it makes is R-DEP-6",
+    "R-CLI-8": "CLI preflight of configuration and model: a check before any write",
+    "R-STEP-9": "which adapter a driver builds: the model call is a nondeterministic choice",
 }

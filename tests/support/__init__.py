@@ -12,7 +12,8 @@ Modules by job:
 - :mod:`.workspaces`: fixture instants, agents made directly, ready-made worlds.
 - :mod:`.readers`: what a workspace holds (transcripts, inboxes, marks, subjects, locks).
 - :mod:`.history`: git plumbing on a workspace copy (history surgery for the audit tests).
-- :mod:`.provider_stub` and :mod:`.dialects`: a loopback provider and each provider's JSON.
+- :mod:`.provider_stub` and :mod:`.dialects`: a loopback provider and each provider's JSON;
+  :mod:`.model_talk`: a conversation with the kit's model server through a client library.
 
 Import style, everywhere: ``from tests.support.<module> import <name>``.
 """

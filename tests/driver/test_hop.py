@@ -20,8 +20,14 @@ from lernie_ref.substrate.config import Config
 from lernie_ref.substrate.lock import try_acquire
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import Inline
-
-from .util import entries, inbox_names, lock_is_free, names, subjects, worktree_clean
+from tests.support.readers import (
+    entries,
+    inbox_names,
+    lock_is_free,
+    names,
+    subjects,
+    worktree_clean,
+)
 
 
 def test_r_probe_5_prompt_is_delivered_and_answered(ws: Workspace) -> None:

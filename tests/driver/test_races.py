@@ -34,8 +34,14 @@ from lernie_ref.inbox import (
 )
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import Inline
-
-from .util import entries, inbox_names, lock_is_free, names, subjects, worktree_clean
+from tests.support.readers import (
+    entries,
+    inbox_names,
+    lock_is_free,
+    names,
+    subjects,
+    worktree_clean,
+)
 
 
 def _quiet_root(ws: Workspace, inline: Inline) -> str:

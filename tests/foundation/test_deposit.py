@@ -24,8 +24,8 @@ from lernie_ref.inbox import (
     pending,
 )
 from lernie_ref.substrate.workspace import Workspace
-
-from .util import add_child, add_root, snapshot
+from tests.support.snapshots import snapshot
+from tests.support.workspaces import add_child, add_root
 
 FIXTURE = b"---\nfrom: user\ndeposited_at: 2026-07-11T00:00:00Z\n---\nsteer left\n"
 

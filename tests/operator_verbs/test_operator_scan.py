@@ -31,8 +31,7 @@ from lernie_ref.reply_debt import read_entries
 from lernie_ref.substrate.lock import try_acquire
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import Inline, drive
-
-from .opkit import mark, results_from
+from tests.support.readers import mark, results_from
 
 QUIET = (
     "silent deaths: 0; died deposits swept: 0; drivers launched: 0; inboxes with no agent branch: 0"

@@ -10,10 +10,11 @@ import pytest
 from lernie_ref.actors.drain import drain_actor
 from lernie_ref.actors.hop import Outcome, hop_actor
 from lernie_ref.adapters import ModelReply, ModelRequest
-from lernie_ref.core.actor import Stepper, run
+from lernie_ref.core.actor import run
 from lernie_ref.core.clock import SystemClock
 from lernie_ref.core.entry import render_model_entry
 from lernie_ref.core.errors import LernieError, ModelError, UnpairedToolUse
+from lernie_ref.core.stepper import Stepper
 from lernie_ref.core.vocab import Point
 from lernie_ref.inbox import Epitaph, cli_dispatch, cli_message, cli_prompt, deposit
 from lernie_ref.substrate.config import Config

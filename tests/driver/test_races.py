@@ -21,8 +21,9 @@ import pytest
 from lernie_ref.actors import release
 from lernie_ref.actors.hop import Outcome, hop_actor
 from lernie_ref.core import debt
-from lernie_ref.core.actor import Stepper, run
+from lernie_ref.core.actor import run
 from lernie_ref.core.clock import SystemClock
+from lernie_ref.core.stepper import Stepper
 from lernie_ref.core.vocab import Point
 from lernie_ref.inbox import (
     ProbeOutcome,

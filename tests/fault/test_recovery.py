@@ -15,9 +15,10 @@ import pytest
 from lernie_stateful.audit import audit
 
 from lernie_ref.actors.sweep import REVIVE_LIMIT, mark_value, scan, scan_actor
-from lernie_ref.core.actor import Stepper, run
+from lernie_ref.core.actor import run
 from lernie_ref.core.clock import SystemClock
 from lernie_ref.core.frontmatter import split_frontmatter
+from lernie_ref.core.stepper import Stepper
 from lernie_ref.core.vocab import MarkKind
 from lernie_ref.inbox import RecordingLauncher, cli_dispatch, cli_message, cli_prompt
 from lernie_ref.substrate.workspace import Workspace

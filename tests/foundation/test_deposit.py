@@ -9,10 +9,10 @@ import sys
 import pytest
 
 from lernie_ref import inbox
-from lernie_ref.core.actor import Stepper
 from lernie_ref.core.clock import FixedClock
 from lernie_ref.core.errors import DepositError, NotAnAgentId, NotASender
 from lernie_ref.core.frontmatter import sender_of
+from lernie_ref.core.stepper import Stepper
 from lernie_ref.core.vocab import Point
 from lernie_ref.inbox import (
     Epitaph,

@@ -12,8 +12,9 @@ import json
 
 from lernie_ref.actors.hop import Outcome, hop_actor
 from lernie_ref.actors.sweep import Condition, ScanReport, condition_of, scan, scan_actor
-from lernie_ref.core.actor import Stepper, run
+from lernie_ref.core.actor import run
 from lernie_ref.core.clock import SystemClock
+from lernie_ref.core.stepper import Stepper
 from lernie_ref.core.vocab import Point
 from lernie_ref.core.warrant import Warrant
 from lernie_ref.inbox import (

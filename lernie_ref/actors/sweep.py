@@ -437,24 +437,6 @@ def repair_returned_mark(ws: Workspace, agent: str, tip: str, to: str) -> None:
     )
 
 
-def repair_if_landed(
-    ws: Workspace,
-    agent: str,
-    tip: str,
-    returned: str | None,
-    registered: Callable[[str], bool],
-    listed: Transcript | None = None,
-) -> bool:
-    """R-SCAN-11 as the sweep and the hop apply it: ``True`` when the mark was repaired."""
-    if returned == tip:
-        return False
-    to = landed_result(ws, agent, tip, registered, listed)
-    if to is None:
-        return False
-    repair_returned_mark(ws, agent, tip, to)
-    return True
-
-
 # --------------------------------------------------------------------- revival
 
 

@@ -15,15 +15,15 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import run_cli, wait_quiescent
-
 from lernie_ref.inbox import RecordingLauncher, cli_prompt
 from lernie_ref.operator.wait import final_response
 from lernie_ref.substrate.lock import try_acquire
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import poll
-
-from .util import driver_pids, entries, inbox_names, lock_is_free, names, subjects
+from tests.support.processes import driver_pids
+from tests.support.readers import entries, inbox_names, lock_is_free, names, subjects
+from tests.support.runners import run_cli
+from tests.support.waits import wait_quiescent
 
 
 def _prompt(ws: Workspace, text: str, *extra: str, env: dict[str, str] | None = None) -> str:

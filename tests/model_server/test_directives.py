@@ -12,7 +12,7 @@ import pytest
 from lernie_stateful.conform.adapter import AdapterError, parse_tools
 from lernie_stateful.conform.model_server import ModelServer
 
-from .talk import Step, Talk, delivered
+from tests.support.model_talk import Step, Talk, delivered
 
 MODES = [("anthropic", False), ("anthropic", True), ("openai", False), ("openai", True)]
 IDS = ["anthropic", "anthropic-stream", "openai", "openai-stream"]

@@ -18,7 +18,7 @@ from lernie_stateful.conform.adapter import load
 from lernie_stateful.conform.model_server import ModelServer, served, split_delivered
 from openai.types.chat import ChatCompletionMessageFunctionToolCall
 
-from .talk import AGENT, Address, Step, Talk, delivered
+from tests.support.model_talk import AGENT, Address, Step, Talk, delivered
 
 SERVE = [sys.executable, "-c", "from lernie_spec.check import entry; entry()", "serve-model"]
 

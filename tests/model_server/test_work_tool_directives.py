@@ -8,8 +8,7 @@ import pytest
 from lernie_stateful.conform.kit_model import Call, Turn, decide, script_of
 
 from lernie_ref.adapters import parse_script
-
-from .talk import delivered
+from tests.support.model_talk import delivered
 
 PROGRAMS = [
     "fix it\n@read_file src/a.py\n@cd src\n@bash make test && echo ok\n",

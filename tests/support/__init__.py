@@ -14,6 +14,7 @@ Modules by job:
 - :mod:`.history`: git plumbing on a workspace copy (history surgery for the audit tests).
 - :mod:`.provider_stub` and :mod:`.dialects`: a loopback provider and each provider's JSON;
   :mod:`.model_talk`: a conversation with the kit's model server through a client library.
+- :mod:`.tool_calls`: one call of a work tool for a real agent, and whether a process runs.
 
 Import style, everywhere: ``from tests.support.<module> import <name>``.
 """

@@ -11,17 +11,7 @@ from pathlib import Path
 from lernie_ref.substrate.shell import marked_pids
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import poll
-
-from .kit import agent, call, failed, ok, text, tree
-
-
-def gone(pid: int) -> bool:
-    """The process no longer runs (a zombie awaiting its reaper counts as gone)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
-    except OSError:
-        return True
+from tests.support.tool_calls import agent, call, failed, gone, ok, text, tree
 
 
 def test_r_tool_4_success_exit_status_stdout_and_stderr(ws: Workspace) -> None:

@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from lernie_ref.substrate.workspace import Workspace
-
-from .kit import agent, call, failed, snapshot, tree
+from tests.support.tool_calls import agent, call, failed, snapshot, tree
 
 
 def patch(*body: str) -> str:

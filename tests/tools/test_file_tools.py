@@ -10,8 +10,7 @@ import pytest
 from lernie_ref.core.tooldefs import DEFAULT_TOOLS
 from lernie_ref.substrate.agentfs import CWD_FILE
 from lernie_ref.substrate.workspace import Workspace
-
-from .kit import agent, call, failed, ok, snapshot, text, tree
+from tests.support.tool_calls import agent, call, failed, ok, snapshot, text, tree
 
 
 def patch(*body: str) -> str:

@@ -13,8 +13,6 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import run_cli, wait_quiescent
-from driver.util import driver_pids, entries, lock_is_free, names
 from lernie_stateful.audit import audit
 
 from lernie_ref.core.entry import text_of
@@ -25,8 +23,11 @@ from lernie_ref.substrate.lock import try_acquire
 from lernie_ref.substrate.shell import marked_pids
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import Inline, poll
-
-from .test_bash import gone
+from tests.support.processes import driver_pids
+from tests.support.readers import entries, lock_is_free, names
+from tests.support.runners import run_cli
+from tests.support.tool_calls import gone
+from tests.support.waits import wait_quiescent
 
 
 def enable_tools(ws: Workspace, tools: tuple[str, ...] = ALL_TOOLS, timeout: float = 600) -> None:

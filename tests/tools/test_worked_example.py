@@ -9,8 +9,10 @@ import re
 import subprocess
 from pathlib import Path
 
-from conftest import run_cli, wait_quiescent
 from lernie_stateful.audit import audit
+
+from tests.support.runners import run_cli
+from tests.support.waits import wait_quiescent
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "tools.md"
 

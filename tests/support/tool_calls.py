@@ -1,4 +1,5 @@
-"""Helpers for the tool tests: a real agent in a real workspace, and one call of a tool."""
+"""The work tools' tests: a real agent in a real workspace, one call of a tool, what it
+left on disk, and whether a process still runs."""
 
 from __future__ import annotations
 
@@ -62,3 +63,12 @@ def snapshot(root: Path) -> dict[str, bytes]:
             out[key] = (b"link:" + os.readlink(path).encode()) if path.is_symlink() else (
                 path.read_bytes())
     return out
+
+
+def gone(pid: int) -> bool:
+    """The process no longer runs (a zombie awaiting its reaper counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except OSError:
+        return True

@@ -103,7 +103,8 @@ def test_a_conformance_failure_of_a_seeded_bug_build(tmp_path: Path) -> None:
 
 
 def test_an_audit_names_the_offending_commit_and_file(tmp_path: Path) -> None:
-    from conform.wskit import blob, build_team, commit, copy_ws, entries_at
+    from tests.support.history import blob, commit, copy_ws, entries_at
+    from tests.support.scenarios import build_team
 
     team = tmp_path / "team" / "ws"
     ids = build_team(team)

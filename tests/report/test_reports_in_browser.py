@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from lernie_stateful.conform.outcome import regression_programs
 
-from report.browser import ARTEFACTS, Loaded, chromium, count_colour, open_report
+from tests.support.browser import ARTEFACTS, Loaded, chromium, count_colour, open_report
 
 pytestmark = pytest.mark.skipif(chromium() is None,
                                 reason="no chromium on PATH (apt-get install chromium)")

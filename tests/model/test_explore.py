@@ -31,7 +31,8 @@ def test_i_1_to_i_19_reference_holds_in_each_default_scope(
     r = reference_run.runs[scope.name]
     assert r.complete
     assert r.violations == {}
-    assert r.states > 1000  # the scope is not trivially small
+    # the scope is not trivially small (`stop-tree` is a tree and a stop, 41 states)
+    assert r.states > (40 if scope.name == "stop-tree" else 1000)
     # the pool's scheduling hint (`largest_first`) is this world's real size
     assert scope.size == r.states
 

@@ -37,7 +37,6 @@ from lernie_spec.model import (
     File,
     Funding,
     Ghost,
-    Pc,
     Proc,
     ProcHistory,
     Role,
@@ -1026,29 +1025,59 @@ def _proc_key(p: Proc, scope: Scope) -> tuple[object, ...]:
             h.committed_final >= 0, h.parked_event, h.released)
 
 
+_MEMO: dict[int, tuple[Scope, dict[tuple[int, AgentHistory], int],
+                       dict[tuple[object, ...], int]]] = {}
+
+
+def _intern(table: dict[tuple[object, ...], int], key: tuple[object, ...]) -> int:
+    """A small number per distinct key: the explorer hashes the state with it on every
+    edge, and a number hashes at once where the nested key would be walked."""
+    n = table.get(key)
+    if n is None:
+        n = table[key] = len(table)
+    return n
+
+
 def ghost_key(st: State, scope: Scope) -> tuple[object, ...]:
     """What the invariants read of st's ghost history (cached on each history)."""
     out: list[object] = []
-    procs: list[tuple[object, ...]] = []
+    memo = _MEMO.get(id(scope))
+    if memo is None or memo[0] is not scope:
+        _MEMO.clear()  # one search at a time: the table of the last scope is enough
+        memo = _MEMO[id(scope)] = (scope, {}, {})
+    known, table = memo[1], memo[2]
     for a, ag in enumerate(st.agents):
         g: Ghost[AgentHistory] = ag.history
         k = g.key
-        if k is None or k[0] != a or k[1] is not scope:  # type: ignore[index]
-            k = g.key = (a, scope, _agent_key(g.value, a, scope))
+        # cached with the table its number comes from (a new table renumbers)
+        if k is None or k[0] != a or k[1] is not table:  # type: ignore[index]
+            # many paths reach equal histories: computed once per history and agent
+            h = g.value
+            kk = known.get((a, h))
+            if kk is None:
+                kk = known[a, h] = _intern(table, _agent_key(h, a, scope))
+            k = g.key = (a, table, kk)
         out.append(k[2])  # type: ignore[index]
-    for p in st.procs:
+    procs = st.procs
+    keys: list[object] = []
+    for p in procs:
         gp: Ghost[ProcHistory] = p.history
         kp = gp.key
-        if kp is None or kp[0] != p.agent or kp[1] is not scope:  # type: ignore[index]
-            kp = gp.key = (p.agent, scope, _proc_key(p, scope))
-        # paired with the process it belongs to, in an order that does not depend on
-        # the order of the processes: equal processes with their ghosts swapped are
-        # the same state
-        procs.append((_RANK[p.role], p.agent, _RANK[p.pc], p.lease, p.probe_on, p.target,
-                      p.sender, p.deposit_kind, p.number, p.listing, p.epitaph, p.recipient,
-                      p.stop_flag, p.tool, p.recovered_final, kp[2]))  # type: ignore[index]
-    out.append(tuple(sorted(procs)) if len(procs) > 1 else tuple(procs))
+        if kp is None or kp[0] != p.agent or kp[1] is not table:  # type: ignore[index]
+            kp = gp.key = (p.agent, table, _intern(table, _proc_key(p, scope)))
+        keys.append(kp[2])  # type: ignore[index]
+    # Processes equal in every field (`==` ignores the ghost) are interchangeable: their
+    # keys are sorted among their places, so the order they were listed in never splits
+    # a state (the ghost of each process stays paired with its own fields otherwise).
+    n = len(procs)
+    if n == 2:
+        if procs[0] == procs[1]:
+            keys.sort()
+    elif n > 2:
+        for i in range(n):
+            same = [j for j in range(n) if procs[j] == procs[i]]
+            if len(same) > 1 and same[0] == i:
+                for j, kj in zip(same, sorted(keys[j] for j in same), strict=True):  # type: ignore[type-var]
+                    keys[j] = kj
+    out.append(tuple(keys))
     return tuple(out)
-
-
-_RANK: dict[object, int] = {m: k for k, m in enumerate((*Role, *Pc))}

@@ -164,6 +164,13 @@ CATALOGUE: tuple[Mutant, ...] = (
       "only through its parent's dispatch (`deposit_list`, R-PROBE-6), and no step ever "
       "sets `exists` back to False. So the sweep's deposits, and every state after it, are "
       "the same: no observable outcome changes"),
+    M("message-to-missing-agent", "`lernie message` deposits for an agent with no branch "
+      "(R-ID-4)",
+      "if ag.exists and n <= scope.max_seq", "if n <= scope.max_seq"),
+    M("probe-keeps-the-lock", "a writer's probe launches and keeps holding the lock "
+      "(R-PROBE-3)",
+      "q = _noted_launch(p._replace(pc=nxt, probe_on=NOBODY), t, why)",
+      "q = _noted_launch(p._replace(pc=nxt), t, why)"),
     # ---- the verifier's holes (issue: at most once, faults, symmetry, ghost, musts) ----
     M("no-stop-cascade", "`lernie stop` does not reach descendants (R-STOP-3)",
       "            targets = tree\n", "            targets = {a}\n", kills="I-22:10@faults"),

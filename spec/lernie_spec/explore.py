@@ -30,7 +30,12 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from lernie_spec.model import Pc, Proc, Profile, Role, Scope, State, Step, initial, successors
-from lernie_spec.properties import ghost_key, state_violations, step_violations
+from lernie_spec.properties import (
+    forget_ghost_keys,
+    ghost_key,
+    state_violations,
+    step_violations,
+)
 
 Trace = list[tuple[Step, State]]
 
@@ -146,6 +151,7 @@ def explore(
     try:
         return _explore(prof, scope, want, liveness, progress, observe, first, symmetry, ghost)
     finally:
+        forget_ghost_keys()
         if collecting:
             gc.enable()
 

@@ -1026,7 +1026,14 @@ def _proc_key(p: Proc, scope: Scope) -> tuple[object, ...]:
 
 
 _MEMO: dict[int, tuple[Scope, dict[tuple[int, AgentHistory], int],
-                       dict[tuple[object, ...], int]]] = {}
+                       dict[tuple[object, ...], int], int]] = {}
+_GENERATION = [0]  # which table a cached number comes from (a new table renumbers)
+
+
+def forget_ghost_keys() -> None:
+    """Drop the tables of the last search (the explorer calls it when it returns, so a
+    search leaves nothing behind)."""
+    _MEMO.clear()
 
 
 def _intern(table: dict[tuple[object, ...], int], key: tuple[object, ...]) -> int:
@@ -1044,27 +1051,28 @@ def ghost_key(st: State, scope: Scope) -> tuple[object, ...]:
     memo = _MEMO.get(id(scope))
     if memo is None or memo[0] is not scope:
         _MEMO.clear()  # one search at a time: the table of the last scope is enough
-        memo = _MEMO[id(scope)] = (scope, {}, {})
-    known, table = memo[1], memo[2]
+        _GENERATION[0] += 1
+        memo = _MEMO[id(scope)] = (scope, {}, {}, _GENERATION[0])
+    known, table, gen = memo[1], memo[2], memo[3]
     for a, ag in enumerate(st.agents):
         g: Ghost[AgentHistory] = ag.history
         k = g.key
         # cached with the table its number comes from (a new table renumbers)
-        if k is None or k[0] != a or k[1] is not table:  # type: ignore[index]
+        if k is None or k[0] != a or k[1] != gen:  # type: ignore[index]
             # many paths reach equal histories: computed once per history and agent
             h = g.value
             kk = known.get((a, h))
             if kk is None:
                 kk = known[a, h] = _intern(table, _agent_key(h, a, scope))
-            k = g.key = (a, table, kk)
+            k = g.key = (a, gen, kk)
         out.append(k[2])  # type: ignore[index]
     procs = st.procs
     keys: list[object] = []
     for p in procs:
         gp: Ghost[ProcHistory] = p.history
         kp = gp.key
-        if kp is None or kp[0] != p.agent or kp[1] is not table:  # type: ignore[index]
-            kp = gp.key = (p.agent, table, _intern(table, _proc_key(p, scope)))
+        if kp is None or kp[0] != p.agent or kp[1] != gen:  # type: ignore[index]
+            kp = gp.key = (p.agent, gen, _intern(table, _proc_key(p, scope)))
         keys.append(kp[2])  # type: ignore[index]
     # Processes equal in every field (`==` ignores the ghost) are interchangeable: their
     # keys are sorted among their places, so the order they were listed in never splits

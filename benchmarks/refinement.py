@@ -67,7 +67,7 @@ def measure(seeds: int, first_seed: int = FIRST_SEED, only: Sequence[str] = (),
 
 
 def table(figures: Sequence[BugFigure]) -> str:
-    """A markdown table of the figures (the README's refinement section)."""
+    """A markdown table of the figures (docs/refinement.md, the catch rate)."""
     lines = ["| bug | caught | median examples to first failure | median seconds | worst | "
              "shared |", "|---|---|---|---|---|---|"]
     for f in figures:

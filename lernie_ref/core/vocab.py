@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from lernie_spec import vocab as _spelling
+
 from lernie_ref.core.names import (
     AGENT_REF_PREFIX as AGENT_REF_PREFIX,
 )
@@ -93,12 +95,13 @@ RETURNED_REF_PREFIX = f"{MARK_REF_PREFIX}{MarkKind.RETURNED.value}/"
 
 
 class Epitaph(StrEnum):
-    """R-DEP-5: how a step loop ended, spelled as on disk."""
+    """R-DEP-5: how a step loop ended, spelled as on disk (spelled once, in the model's
+    :mod:`lernie_spec.vocab`)."""
 
-    FINAL_RESPONSE = "final-response"
-    STOPPED = "stopped"
-    BUDGET_EXHAUSTED = "budget-exhausted"
-    DIED = "died"
+    FINAL_RESPONSE = _spelling.FINAL_RESPONSE
+    STOPPED = _spelling.STOPPED
+    BUDGET_EXHAUSTED = _spelling.BUDGET_EXHAUSTED
+    DIED = _spelling.DIED
 
 
 PARKED_EPITAPHS = frozenset({Epitaph.STOPPED.value, Epitaph.BUDGET_EXHAUSTED.value})

@@ -300,6 +300,13 @@ def _refine(argv: list[str]) -> int:
     return refine_main(argv)
 
 
+def _code_mutants(argv: list[str]) -> int:
+    """Catalogued edits of the implementation against the fast checkers."""
+    from lernie_stateful.code_mutants import main as code_mutants_main
+
+    return code_mutants_main(argv)
+
+
 def _bugs(argv: list[str]) -> int:
     """Seeded implementation bugs under the refinement machine."""
     from lernie_stateful.refine_cli import bugs_main
@@ -312,6 +319,7 @@ SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {
     "mutants": _mutants,
     "refine": _refine,
     "bugs": _bugs,
+    "code-mutants": _code_mutants,
     "audit": _kit("audit"),
     "conform": _kit("conform"),
 }

@@ -144,8 +144,8 @@ def explore(
     The cyclic garbage collector is off while it runs (and restored after): every
     state is kept until the search ends and states are plain tuples (no cycles), so a
     collection during the search finds nothing to free; it only walks the growing
-    table of states again, which took a third of the compiled model's time (README,
-    "Benchmarks")."""
+    table of states again, which took a third of the compiled model's time (SPEC §19,
+    *Speed*)."""
     collecting = gc.isenabled()
     gc.disable()
     try:

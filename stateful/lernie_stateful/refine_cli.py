@@ -1,12 +1,18 @@
 """`lernie-check refine` and `lernie-check bugs`: the refinement machine from the command line.
 
 ``refine`` runs the machine on the installed implementation: exit 0 when no
-divergence shows in N examples, else exit 1 with Hypothesis's shrunk program,
-the swimlane of the implementation's points and the abstract states side by side.
-``bugs`` runs it once per seeded bug (``lernie_stateful.seeded_bugs``) and prints
-bug, caught, examples run, seconds to the first failure and the shrunk program's
-length; exit 0 only when every bug is caught. A failing program is replayed without
-the bug: one that fails there too ("shared") is not counted as the bug's catch.
+divergence shows in N examples, else exit 1 with the shrunk failing program (one step
+a line, each with what its ``data(...)`` drew), the swimlane of the implementation's
+points and the abstract states side by side. ``bugs`` runs it once per seeded bug
+(``lernie_stateful.seeded_bugs``) and prints bug, caught, examples run, seconds to the
+first failure and the shrunk program's length, then the program; exit 0 only when every
+bug is caught. A failing program is replayed without the bug: one that fails there too
+("shared") is not counted as the bug's catch.
+
+Shrinking is bounded by the checker: with ``--shrink S`` > 0 the run happens in a child
+process that is killed S seconds after its first failure was stored, and the shortest
+program it stored is replayed here. Hypothesis's own five-minute shrink limit, whose
+abort prints a request to report a Hypothesis bug, is never reached (``MAX_SHRINK``).
 """
 
 from __future__ import annotations
@@ -14,20 +20,23 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import json
+import os
 import random
+import select
+import signal
 import statistics
 import sys
+import tempfile
 import time
-from collections.abc import Iterator
+import unittest
+from collections.abc import Callable
+from pathlib import Path
 from typing import NamedTuple
 
 import hypothesis
 from hypothesis import HealthCheck, Phase, settings
-from hypothesis.database import (
-    DirectoryBasedExampleDatabase,
-    ExampleDatabase,
-    InMemoryExampleDatabase,
-)
+from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 from hypothesis.errors import UnsatisfiedAssumption
 from hypothesis.stateful import run_state_machine_as_test
 
@@ -47,19 +56,13 @@ class Outcome(NamedTuple):
     draws: tuple[str, ...] = ()  # what the program's data(...) drew, in order
     first_at: int = 0  # the example that failed first (its number in the run), or 0
     also_unpatched: bool = False  # the failing program fails without the bug too
+    shrink_seconds: float = 0.0  # spent shrinking the failing program
+    shrink_cut: bool = False  # the shrink budget ran out before Hypothesis finished
 
 
-@contextlib.contextmanager
-def _shrink_budget(seconds: float) -> Iterator[None]:
-    """Bound Hypothesis's shrinking (its own limit is five minutes)."""
-    from hypothesis.internal.conjecture import engine
-
-    old = engine.MAX_SHRINKING_SECONDS
-    engine.MAX_SHRINKING_SECONDS = int(seconds)
-    try:
-        yield
-    finally:
-        engine.MAX_SHRINKING_SECONDS = old
+MAX_SHRINK = 240.0
+"""--shrink at most: below Hypothesis's own five-minute stall limit, whose abort asks the
+user to report a Hypothesis bug; a bounded shrink here never reaches it."""
 
 
 def example_database(spec: str | None) -> ExampleDatabase | None:
@@ -76,14 +79,25 @@ def example_database(spec: str | None) -> ExampleDatabase | None:
     return DirectoryBasedExampleDatabase(spec)
 
 
-class _FailuresOnly(InMemoryExampleDatabase):
-    """An example database that keeps only what a run saves under its test's own key
-    (the failing programs), not its secondary corpus or its Pareto front of targeted
-    runs: a replay from it replays the failure and nothing else."""
+def _own(key: bytes) -> bool:
+    """A key of the test's own failing programs (not its secondary corpus or the Pareto
+    front of targeted runs)."""
+    return not key.endswith((b".secondary", b".pareto"))
+
+
+class _FailuresOnly(DirectoryBasedExampleDatabase):
+    """A private example database that keeps only what a run saves under its test's own key
+    (the failing programs, the smallest first as the shrinker finds them): a replay from it
+    replays the failure and nothing else. On disk, so a bounded shrink in a child process
+    leaves its best program to the parent."""
 
     def save(self, key: bytes, value: bytes) -> None:
-        if not key.endswith((b".secondary", b".pareto")):
+        if _own(key):
             super().save(key, value)
+
+    def move(self, src: bytes, dest: bytes, value: bytes) -> None:
+        self.delete(src, value)
+        self.save(dest, value)
 
 
 def _failing(exc: BaseException | None) -> bool:
@@ -92,26 +106,162 @@ def _failing(exc: BaseException | None) -> bool:
     return isinstance(exc, Exception) and not isinstance(exc, UnsatisfiedAssumption)
 
 
+class _Verdict(NamedTuple):
+    failed: bool
+    message: str = ""
+    program: tuple[str, ...] = ()
+    draws: tuple[str, ...] = ()
+
+
+def steps_of(notes: list[str]) -> list[str]:
+    """The failing program from Hypothesis's notes, one step a line: each step with what
+    its ``data(...)`` drew (Hypothesis notes a step's draws just before the step)."""
+    steps: list[str] = []
+    drawn: list[str] = []
+    for line in notes:
+        if line.startswith("Draw "):
+            # "Draw 3 (script of P): ['dispatch']" -> "script of P: ['dispatch']"
+            head, _, value = line.partition(": ")
+            label = head.partition("(")[2].rstrip(")") or head
+            drawn.append(f"{label}: {value}")
+        elif line.startswith("state.") and "teardown" not in line:
+            call = line.replace("data=data(...)", "data")
+            steps.append(f"{call:40}  # " + "; ".join(drawn) if drawn else call)
+            drawn = []
+    return steps
+
+
+def _play(machine: type[refinement.RefinementMachine], config: settings) -> _Verdict:
+    """One Hypothesis run of ``machine``; its failure's message, program and draws."""
+    try:
+        # the drivers' operator notices (stderr) are the driver log's, not the checker's output
+        with contextlib.redirect_stderr(io.StringIO()):
+            run_state_machine_as_test(machine, settings=config)
+    except unittest.SkipTest:  # a replay found nothing stored to replay
+        return _Verdict(False)
+    except BaseException as exc:  # the machine's verdict
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        notes = "\n".join(getattr(exc, "__notes__", [])).splitlines()
+        return _Verdict(True, str(exc), tuple(steps_of(notes)),
+                        tuple(n for n in notes if n.startswith("Draw ")))
+    return _Verdict(False)
+
+
+class _Child(NamedTuple):
+    verdict: _Verdict | None  # None when the budget cut the child
+    cut: bool
+    shrink_seconds: float  # from the first failure to the child's end
+    first_at: int  # the example that failed first, or 0
+    first_seconds: float  # from the start of the run to that failure
+    examples: int  # examples the child ran (when it finished)
+
+
+def _bounded(play: Callable[[Callable[[str], None]], _Verdict],
+             counts: Callable[[], str], shrink: float, scratch: Path) -> _Child:
+    """Run ``play`` in a child process and give its shrinking ``shrink`` seconds from its
+    first failure: then the child and every process it started are killed. ``play`` gets
+    a callback that writes a line to the parent: ``F <example> <seconds>`` at the first
+    failure, and ``S`` when the next example starts (the failure is in the example
+    database by then: the budget starts there). The child's verdict is ``None`` when the
+    budget cut it (the shortest program it found is in the example database)."""
+    rfd, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: run, report, and leave without unwinding the parent's stack
+        code = 3
+        try:
+            os.close(rfd)
+            os.setpgid(0, 0)
+            tempfile.tempdir = str(scratch)  # the machine's workspaces: removed with scratch
+
+            def first(line: str) -> None:
+                os.write(wfd, f"{line}\n".encode())
+
+            verdict = play(first)
+            os.write(wfd, f"D {counts()} ".encode() + json.dumps(verdict._asdict()).encode()
+                     + b"\n")
+            code = 0
+        finally:
+            os._exit(code)
+    with contextlib.suppress(OSError):  # here too, so the group exists before any kill
+        os.setpgid(pid, pid)
+    os.close(wfd)
+    buf = b""
+    deadline: float | None = None
+    failed_at = 0.0
+    cut = finished = False
+    try:
+        while True:
+            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ready, _, _ = select.select([rfd], [], [], wait)
+            if not ready:  # the shrink budget is spent
+                cut = True
+                break
+            chunk = os.read(rfd, 1 << 16)
+            if not chunk:  # the child is done
+                finished = True
+                break
+            buf += chunk
+            if deadline is None and b"\nS\n" in b"\n" + buf:
+                failed_at = time.monotonic()
+                deadline = failed_at + shrink
+    finally:
+        os.close(rfd)
+        if not finished:  # cut by the budget, or interrupted here (^C reaches only us)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)  # whatever the child started and left behind
+    shrunk = time.monotonic() - failed_at if failed_at else 0.0
+    lines = buf.decode().splitlines()
+    first_at, first_seconds = 0, 0.0
+    for line in lines:
+        if line.startswith("F "):
+            _, n, secs = line.split()
+            first_at, first_seconds = int(n), float(secs)
+    done = [line for line in lines if line.startswith("D ")]
+    if cut or not done:
+        if not cut:
+            raise RuntimeError("the refinement run's child process died without a verdict")
+        return _Child(None, True, shrunk, first_at, first_seconds, 0)
+    _, n, raw = done[-1].split(" ", 2)
+    v = json.loads(raw)
+    verdict = _Verdict(v["failed"], v["message"], tuple(v["program"]), tuple(v["draws"]))
+    return _Child(verdict, False, shrunk, first_at, first_seconds, int(n))
+
+
 def run(examples: int, seed: int, steps: int, bug: Bug | None = None,
         shrink: float = 30.0, database: str | None = None, attribute: bool = False) -> Outcome:
     """Run the machine for ``examples`` programs of ``steps`` rules, seeded by ``seed``.
 
-    With ``bug`` and ``attribute``, a failing program is replayed on the unpatched
-    implementation (Hypothesis's reuse phase over a private example database, cut to the
-    program's own rules): ``also_unpatched`` says it fails there too, so the failure is
-    not the bug's."""
-    own_db = _FailuresOnly() if bug is not None and attribute and not database else None
-    counter: dict[str, float] = {"examples": 0, "first": 0.0, "first_at": 0}
+    With ``shrink`` > 0 the run happens in a child process whose shrinking is cut ``shrink``
+    seconds after the first failure; the shortest program it found by then is replayed
+    here from the example database (so Hypothesis's own shrink limit, whose message asks
+    for a bug report, is never reached). With ``bug`` and ``attribute``, a failing
+    program is replayed on the unpatched implementation (Hypothesis's reuse phase over the
+    private example database, cut to the program's own rules): ``also_unpatched`` says it
+    fails there too, so the failure is not the bug's."""
+    if shrink > MAX_SHRINK:
+        raise ValueError(f"shrink budget {shrink:g} s is above {MAX_SHRINK:g} s")
+    counter: dict[str, float] = {"examples": 0, "first": 0.0, "first_at": 0, "after": 0}
     start = time.monotonic()
+    hooks: list[Callable[[str], None]] = []
 
     def first_failure() -> None:
         if not counter["first"]:
             counter["first"] = time.monotonic() - start
             counter["first_at"] = counter["examples"]
+            for hook in hooks:
+                hook(f"F {int(counter['first_at'])} {counter['first']:.3f}")
 
     class Machine(refinement.RefinementMachine):
         def __init__(self) -> None:
             counter["examples"] += 1
+            if counter["first"] and not counter["after"]:  # shrinking begins
+                counter["after"] = 1
+                for hook in hooks:
+                    hook("S")
             super().__init__()
 
         def teardown(self) -> None:
@@ -124,56 +274,90 @@ def run(examples: int, seed: int, steps: int, bug: Bug | None = None,
                 raise
 
     Machine.__name__ = Machine.__qualname__ = "RefinementMachine"
-    phases = ([Phase.reuse] if database else []) + [Phase.generate, Phase.target] + (
-        [Phase.shrink] if shrink > 0 else [])
-    config = settings(max_examples=examples, stateful_step_count=steps, deadline=None,
-                      database=own_db if own_db is not None else example_database(database),
-                      phases=phases,
-                      report_multiple_bugs=False,
-                      suppress_health_check=list(HealthCheck), print_blob=False)
-    random.seed(seed)
-    machine = hypothesis.seed(seed)(Machine)  # the same seed, the same programs
-    patch = bug.apply() if bug is not None else contextlib.nullcontext()
-    failed, message, program, draws = False, "", [], []
-    # the drivers' operator notices (stderr) are the driver log's, not the checker's output
-    with patch, _shrink_budget(shrink), contextlib.redirect_stderr(io.StringIO()):
-        try:
-            run_state_machine_as_test(machine, settings=config)
-        except BaseException as exc:  # the machine's verdict, shown below
-            if isinstance(exc, KeyboardInterrupt):
-                raise
-            failed = True
-            message = str(exc)
-            notes = getattr(exc, "__notes__", [])
-            program = [n for n in "\n".join(notes).splitlines()
-                       if n.startswith("state.") and "teardown" not in n]
-            draws = [n for n in "\n".join(notes).splitlines() if n.startswith("Draw ")]
-            first_failure()
-    seconds = counter["first"] if failed else time.monotonic() - start
-    examples_run, first_at = int(counter["examples"]), int(counter["first_at"])
-    also = False
-    if own_db is not None and failed:
-        # The replay runs the failing program's rules and no more: Hypothesis's reuse phase
-        # extends a stored example with fresh random rules, and a divergence in those would
-        # be another program's (then the unpatched code is wrong too, but not here).
-        replay = settings(config, phases=[Phase.reuse],
-                          stateful_step_count=max(1, len(program)))
-        with contextlib.redirect_stderr(io.StringIO()):
-            try:
-                run_state_machine_as_test(machine, settings=replay)
-            except Exception:
-                also = True
-    return Outcome(failed, examples_run, seconds, program, message, tuple(draws), first_at,
-                   also)
+    with tempfile.TemporaryDirectory(prefix="lernie-check-") as tmp:
+        scratch = Path(tmp)
+        own = not database and (shrink > 0 or (bug is not None and attribute))
+        db = _FailuresOnly(str(scratch / "db")) if own else example_database(database)
+        phases = ([Phase.reuse] if database else []) + [Phase.generate, Phase.target] + (
+            [Phase.shrink] if shrink > 0 else [])
+        config = settings(max_examples=examples, stateful_step_count=steps, deadline=None,
+                          database=db, phases=phases, report_multiple_bugs=False,
+                          suppress_health_check=list(HealthCheck), print_blob=False)
+        random.seed(seed)
+        machine = hypothesis.seed(seed)(Machine)  # the same seed, the same programs
+        patch = bug.apply() if bug is not None else contextlib.nullcontext()
+        cut, shrunk = False, 0.0
+        with patch:
+            if shrink > 0:
+                def play(first: Callable[[str], None]) -> _Verdict:
+                    hooks.append(first)
+                    return _play(machine, config)
+
+                child = _bounded(play, lambda: str(int(counter["examples"])), shrink, scratch)
+                counter["first_at"], counter["first"] = child.first_at, child.first_seconds
+                counter["examples"] = child.examples
+                cut, shrunk = child.cut, child.shrink_seconds
+                if child.verdict is not None:
+                    verdict = child.verdict
+                else:  # cut: replay the shortest failing program the child stored
+                    verdict = _play(machine, settings(config, phases=[Phase.reuse]))
+                    if not verdict.failed:
+                        verdict = _Verdict(True, "the shortest failing program found did not "
+                                           "fail again when replayed (a non-deterministic run)")
+            else:
+                verdict = _play(machine, config)
+                if verdict.failed:
+                    first_failure()
+        also = False
+        if verdict.failed and bug is not None and attribute and db is not None:
+            # Without the bug. The replay runs the failing program's rules and no more:
+            # Hypothesis's reuse phase extends a stored example with fresh random rules, and
+            # a divergence in those would be another program's (then the unpatched code is
+            # wrong too, but not here).
+            replay = settings(config, phases=[Phase.reuse],
+                              stateful_step_count=max(1, len(verdict.program)))
+            also = _play(machine, replay).failed
+    seconds = counter["first"] if verdict.failed else time.monotonic() - start
+    return Outcome(verdict.failed, int(counter["examples"]), seconds, list(verdict.program),
+                   verdict.message, verdict.draws, int(counter["first_at"]), also,
+                   shrunk, cut)
+
+
+def _shrink_seconds(text: str) -> float:
+    value = float(text)
+    if not 0 <= value <= MAX_SHRINK:
+        raise argparse.ArgumentTypeError(f"between 0 and {MAX_SHRINK:g} seconds")
+    return value
+
+
+def _program(out: Outcome, indent: str) -> list[str]:
+    """The failing program, one step a line, as Hypothesis printed it (runnable)."""
+    return [f"{indent}state = RefinementMachine()", *(f"{indent}{line}" for line in out.program),
+            f"{indent}state.teardown()"]
+
+
+def _shrink_note(out: Outcome) -> str:
+    if out.shrink_cut:
+        return f"shrunk for {out.shrink_seconds:.0f} s (the budget; a longer --shrink may " \
+               "shorten it further)"
+    if out.shrink_seconds:
+        return f"shrunk in {out.shrink_seconds:.0f} s (to the end)"
+    return "not shrunk (--shrink 0)"
 
 
 def refine_main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="lernie-check refine",
-                                 description="run the implementation against the model")
-    ap.add_argument("--examples", type=int, default=30)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--scope", choices=sorted(SCOPES), default="default")
-    ap.add_argument("--shrink", type=float, default=60.0, help="seconds of shrinking at most")
+    ap = argparse.ArgumentParser(
+        prog="lernie-check refine",
+        description="Run the real implementation against the model (the refinement machine): "
+        "exit 0 when no divergence shows, 1 with the shrunk failing program otherwise.")
+    ap.add_argument("--examples", type=int, default=30, help="programs to run (default 30)")
+    ap.add_argument("--seed", type=int, default=0, help="the same seed runs the same programs")
+    ap.add_argument("--scope", choices=sorted(SCOPES), default="default",
+                    help="rules per program: " + ", ".join(f"{k} {v}" for k, v in
+                                                           sorted(SCOPES.items())))
+    ap.add_argument("--shrink", type=_shrink_seconds, default=60.0, metavar="SECONDS",
+                    help="seconds of shrinking the failing program at most, counted from when "
+                    f"it is found (default 60, at most {MAX_SHRINK:g}; 0: no shrinking)")
     ap.add_argument("--database", default=None,
                     help="a directory or redis://host:port: Hypothesis's example database, "
                     "shared by workers (replays what any of them found)")
@@ -183,11 +367,10 @@ def refine_main(argv: list[str]) -> int:
         print(f"refine: no divergence in {out.examples} examples "
               f"({SCOPES[ns.scope]} rules each, seed {ns.seed}, {out.seconds:.1f}s)")
         return 0
-    print("refine: DIVERGENCE")
-    print("shrunk program:")
-    print("  state = RefinementMachine()")
-    for line in out.program:
-        print(f"  {line}")
+    print(f"refine: DIVERGENCE (example {out.first_at}, after {out.seconds:.1f} s)")
+    n = len(out.program)
+    print(f"failing program ({n} step{'s' * (n != 1)}; {_shrink_note(out)}):")
+    print("\n".join(_program(out, "  ")))
     if out.draws:
         print("what its data(...) drew, in order:")
         for line in out.draws:
@@ -197,22 +380,34 @@ def refine_main(argv: list[str]) -> int:
 
 
 def bugs_main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="lernie-check bugs",
-                                 description="seeded implementation bugs: is each caught?")
-    ap.add_argument("--examples", type=int, default=40)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--scope", choices=sorted(SCOPES), default="default")
-    ap.add_argument("--shrink", type=float, default=10.0)
+    ap = argparse.ArgumentParser(
+        prog="lernie-check bugs",
+        description="Patch each seeded implementation bug in turn and run the refinement "
+        "machine until it diverges; print whether each is caught, with its shrunk failing "
+        "program. Exit 0 only when every bug is caught.")
+    ap.add_argument("--examples", type=int, default=40, help="programs per seed (default 40)")
+    ap.add_argument("--seed", type=int, default=0, help="the first seed")
+    ap.add_argument("--scope", choices=sorted(SCOPES), default="long",
+                    help="rules per program: " + ", ".join(f"{k} {v}" for k, v in
+                                                           sorted(SCOPES.items()))
+                    + " (default long)")
+    ap.add_argument("--shrink", type=_shrink_seconds, default=6.0, metavar="SECONDS",
+                    help="seconds of shrinking each caught bug's program at most, counted from "
+                    f"when it is found (default 6, at most {MAX_SHRINK:g}; 0: no shrinking)")
     ap.add_argument("--seeds", type=int, default=1,
                     help="seeds per bug (a benchmark: catch rate and median seconds)")
     ap.add_argument("--until-caught", action="store_true",
                     help="try the seeds in turn only until one catches the bug (a bug is "
                     "caught when any seed catches it; CI)")
-    ap.add_argument("--only", action="append", default=[], help="run only this bug")
+    ap.add_argument("--no-programs", action="store_true",
+                    help="do not print each caught bug's failing program")
+    ap.add_argument("--only", action="append", default=[], metavar="NAME",
+                    choices=sorted(BY_NAME), help="run only this bug (repeatable)")
     ns = ap.parse_args(argv)
     chosen = [BY_NAME[n] for n in ns.only] if ns.only else list(BUGS)
     print(f"{'bug':30} {'caught':>7} {'examples':>8} {'seconds':>8} {'program':>7}")
     missed = 0
+    start = time.monotonic()
     for bug in chosen:
         runs: list[Outcome] = []
         for k in range(ns.seeds):
@@ -237,7 +432,14 @@ def bugs_main(argv: list[str]) -> int:
                   f"{statistics.median(r.first_at or r.examples for r in runs):>8} {med:>8.1f} "
                   f"{statistics.median(len(r.program) for r in caught) if caught else '-':>7}",
                   flush=True)
-    print(f"bugs: {len(chosen) - missed} caught of {len(chosen)}")
+        if caught and not ns.no_programs:
+            shown = min(caught, key=lambda r: len(r.program))
+            n = len(shown.program)
+            print(f"    {bug.summary}; failing program, {n} step{'s' * (n != 1)}, "
+                  f"{_shrink_note(shown)}:")
+            print("\n".join(_program(shown, "      ")), flush=True)
+    print(f"bugs: {len(chosen) - missed} caught of {len(chosen)} "
+          f"({time.monotonic() - start:.0f} s)")
     return 0 if missed == 0 else 1
 
 

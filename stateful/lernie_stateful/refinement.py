@@ -4,7 +4,7 @@ Several real actors (operator writers, launched drivers and their exec'd success
 the scan) share one real workspace; Hypothesis chooses who runs when, who crashes
 where, and what the model adapter answers. After every protocol point an actor
 passes, the model must take steps carrying that point's label (``POINTS`` in
-``lernie_spec.model``) from a state consistent with the run so far, and reach a
+``lernie_stateful.points``) from a state consistent with the run so far, and reach a
 state whose abstraction equals the abstraction of the real workspace; points with
 no model step are declared in ``INTERNAL`` (stuttering). The run keeps the *set* of
 model states consistent with what happened (the model is nondeterministic where the
@@ -70,6 +70,7 @@ from lernie_ref.core.vocab import (
 from lernie_ref.substrate.config import Config
 from lernie_ref.substrate.launcher import RecordingLauncher
 from lernie_ref.substrate.workspace import Workspace, create_workspace
+from lernie_stateful.points import POINTS
 
 # ------------------------------------------------------------------ the world
 
@@ -141,8 +142,8 @@ MAX_PATH = 5
 
 
 def ends(point: str) -> frozenset[Action]:
-    """The model actions labelled with ``point`` (``lernie_spec.model.POINTS``)."""
-    return frozenset(a for a, ps in M.POINTS.items() if point in ps)
+    """The model actions labelled with ``point`` (``lernie_stateful.points.POINTS``)."""
+    return frozenset(a for a, ps in POINTS.items() if point in ps)
 
 
 # ------------------------------------------------------------ the real side

@@ -1,6 +1,8 @@
 """The layers hold: the pure core imports no I/O module and nothing of the package outside
-``core/``; the vocabulary module imports nothing of the package at all (the model may
-import it)."""
+``core/``; the vocabulary module imports nothing of the package at all; and dependencies
+run one way between the three packages: the model (``lernie_spec``) imports neither the
+implementation nor the checkers, the implementation imports of the model only its shared
+spellings (``lernie_spec.vocab``) and nothing of the checkers (SPEC §19)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 CORE = ROOT / "lernie_ref" / "core"
+SPEC_PKG = ROOT / "spec" / "lernie_spec"
+REF_PKG = ROOT / "lernie_ref"
 IO_MODULES = {"os", "subprocess", "fcntl", "signal"}
 
 
@@ -33,11 +37,47 @@ def test_core_imports_no_io_module_and_nothing_outside_core() -> None:
 
 
 def test_vocab_imports_nothing_of_the_package() -> None:
-    """The model imports the vocabulary: it must bring no implementation module with it."""
-    assert {n for n in imported(CORE / "vocab.py") if n.startswith("lernie_ref")} <= {
-        "lernie_ref.core.names"
+    """The vocabulary brings no implementation module with it, and the model's shared
+    spellings import nothing at all."""
+    assert {n for n in imported(CORE / "vocab.py") if n.startswith("lernie_")} <= {
+        "lernie_ref.core.names",
+        "lernie_spec",
     }
-    assert not {n for n in imported(CORE / "names.py") if n.startswith("lernie_ref")}
+    assert not {n for n in imported(CORE / "names.py") if n.startswith("lernie_")}
+    assert not {n for n in imported(SPEC_PKG / "vocab.py") if n != "__future__"}
+
+
+def upward_imports(package: Path, allowed: frozenset[str]) -> list[str]:
+    """``file: module`` for every import (at any depth, function-local ones included) of a
+    ``lernie_*`` package other than the file's own that is not in ``allowed``."""
+    own = package.name
+    out = []
+    for path in sorted(package.rglob("*.py")):
+        for name in sorted(imported(path)):
+            top = name.split(".")[0]
+            if top.startswith("lernie_") and top != own and name not in allowed:
+                out.append(f"{path.relative_to(package).as_posix()}: {name}")
+    return out
+
+
+def test_the_model_imports_neither_the_implementation_nor_the_checkers() -> None:
+    """SPEC §19: spec <- checkers -> reference; the refinement mapping lives with the
+    checkers (``lernie_stateful.points``)."""
+    found = upward_imports(SPEC_PKG, frozenset())
+    # The one exception left: lernie-check's command line still dispatches to the checkers'
+    # subcommands from check.py; it moves to the checkers with the CLI's new surface.
+    assert [f for f in found if not f.startswith("check.py: lernie_stateful")] == []
+
+
+def test_the_implementation_imports_only_the_models_spellings() -> None:
+    assert upward_imports(REF_PKG, frozenset({"lernie_spec", "lernie_spec.vocab"})) == []
+
+
+def test_the_direction_check_sees_a_planted_upward_import(tmp_path: Path) -> None:
+    package = tmp_path / "lernie_spec"
+    package.mkdir()
+    (package / "model.py").write_text("def f() -> None:\n    from lernie_ref.core import ids\n")
+    assert upward_imports(package, frozenset()) == ["model.py: lernie_ref.core"]
 
 
 def test_the_check_sees_a_planted_io_import(tmp_path: Path) -> None:

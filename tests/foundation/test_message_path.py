@@ -26,11 +26,12 @@ from .util import add_root
 ROOT = Path(__file__).resolve().parents[2]
 
 # Run without site (no editable-install finder, which itself loads pathlib and re), with
-# the checkout first on sys.path, and report which of the modules R-CLI-5 keeps off the
+# the checkout (and its spec/ folder, where the model's shared spellings live) first on
+# sys.path, and report which of the modules R-CLI-5 keeps off the
 # message path got loaded by one `lernie message`.
 PROBE = """
 import sys
-sys.path.insert(0, sys.argv[1])
+sys.path[:0] = [sys.argv[1], sys.argv[1] + "/spec"]
 from lernie_ref import inbox
 from lernie_ref.substrate.launcher import AdvanceLauncher
 class TrueLauncher(AdvanceLauncher):
@@ -68,7 +69,7 @@ def test_r_cli_5_message_loads_none_of_the_heavy_modules(
 
 OPERATOR_PROBE = """
 import sys
-sys.path.insert(0, sys.argv[1])
+sys.path[:0] = [sys.argv[1], sys.argv[1] + "/spec"]
 from lernie_ref.cli import main
 assert main(sys.argv[2:]) == 0
 kept_off = {"typing", "subprocess", "argparse", "dataclasses", "inspect", "json"}

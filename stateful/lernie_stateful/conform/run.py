@@ -433,8 +433,8 @@ def conform(adapter: Adapter, files: Sequence[tuple[str, str]] | None = None,
 
 def outcome_check(adapter: Adapter, card: Scorecard, examples: int, seed: int,
                   program_file: Path | None = None, keep: Path | None = None) -> list[str]:
-    """Run the outcome programs (README, "Outcome conformance"); each joins the scorecard
-    as a case of the area ``outcome``. Returns the failure reports."""
+    """Run the outcome programs (docs/conformance.md, "Outcome conformance"); each joins
+    the scorecard as a case of the area ``outcome``. Returns the failure reports."""
     from lernie_stateful.conform.outcome import all_programs, check, load_programs
 
     start = time.monotonic()

@@ -34,6 +34,7 @@ from lernie_ref.substrate.launcher import AdvanceLauncher, Launcher, RecordingLa
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
     from lernie_ref.core.clock import Clock
@@ -129,9 +130,10 @@ def cli_message(
     sender: str,
     launcher: Launcher,
     clock: Clock | None = None,
+    preflight: Callable[[str], None] | None = None,
 ) -> ProbeOutcome:
     """R-PROBE-4: :func:`~lernie_ref.actors.writer.message_actor` run straight through."""
-    return writer.message(ws, agent, content, sender, launcher, clock or SystemClock())
+    return writer.message(ws, agent, content, sender, launcher, clock or SystemClock(), preflight)
 
 
 def cli_dispatch(
@@ -141,13 +143,19 @@ def cli_dispatch(
     name: str,
     launcher: Launcher,
     clock: Clock | None = None,
+    created: Callable[[str], None] | None = None,
 ) -> str:
     """R-PROBE-6: :func:`~lernie_ref.actors.writer.dispatch_actor` run straight through."""
-    return writer.dispatch(ws, parent, goal, name, launcher, clock or SystemClock())
+    return writer.dispatch(ws, parent, goal, name, launcher, clock or SystemClock(), created)
 
 
 def cli_prompt(
-    ws: Workspace, text: str | Stream, name: str, launcher: Launcher, clock: Clock | None = None
+    ws: Workspace,
+    text: str | Stream,
+    name: str,
+    launcher: Launcher,
+    clock: Clock | None = None,
+    created: Callable[[str], None] | None = None,
 ) -> str:
     """R-PROBE-5: :func:`~lernie_ref.actors.writer.prompt_actor` run straight through."""
-    return writer.prompt(ws, text, name, launcher, clock or SystemClock())
+    return writer.prompt(ws, text, name, launcher, clock or SystemClock(), created)

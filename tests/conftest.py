@@ -13,9 +13,15 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from lernie_ref.core.clock import FixedClock
 from lernie_ref.substrate.workspace import Workspace, create_workspace
+
+# No Hypothesis example has a deadline: a test asserts outcomes, never how long an example
+# took, and on a busy machine (the suite runs beside other work) a deadline is a flake.
+settings.register_profile("no-deadline", deadline=None)
+settings.load_profile("no-deadline")
 
 # 2026-07-11T00:00:00Z, the instant of upstream's deposit fixtures.
 FIXTURE_NS = 1_783_728_000 * 1_000_000_000

@@ -93,7 +93,12 @@ from lernie_ref.reply_debt import (
     read_text,
 )
 from lernie_ref.substrate import gitlocks, guarded
-from lernie_ref.substrate.deposit import deposit_result_actor, pending
+from lernie_ref.substrate.deposit import (
+    deposit_result_actor,
+    pending,
+    writer_dead,
+    writer_pid,
+)
 from lernie_ref.substrate.launcher import Launcher
 from lernie_ref.substrate.lock import ExecutorLock, InboxAt, try_acquire_present
 from lernie_ref.substrate.refsnap import (
@@ -707,6 +712,42 @@ def _sweep_one(
             report.launched.append(agent)
 
 
+def _abandoned(ws: Workspace, registry: frozenset[str], report: ScanReport) -> Actor[None]:
+    """R-SCAN-12: the remains of a creation (``prompt``, ``dispatch``) killed before its
+    commit point, the create-only ref update (R-PROBE-6): a worktree or worktree admin
+    directory no ref names. Its creator held the new agent's lock from before the
+    worktree was made until after the ref was; so with that lock free (or no inbox at
+    all) and still no ref, the creator is dead and the agent will never exist. Its
+    worktree, admin directory, branch lock file and inbox (the goal's deposit, a temp)
+    are removed, with one notice line each; a held lock is a creation at work: left."""
+    for name in ws.unborn_candidates():
+        if name in registry:
+            continue
+        try:
+            present, lock = try_acquire_present(ws.inbox_text(name))
+        except LockError as exc:
+            raise ScanError(f"probe executor lock at {ws.inbox_text(name)}: {exc.detail}") from None
+        if present and lock is None:
+            continue  # its creator is at work
+        try:
+            if ws.agent_exists(name):
+                continue  # created meanwhile: an agent, not remains
+            removed = ws.remove_unborn(name)
+        except (OSError, LernieError) as exc:
+            detail = io_text(exc) if isinstance(exc, OSError) else str(exc)
+            raise ScanError(f"remove the remains of {name}: {detail}") from None
+        finally:
+            if lock is not None:
+                lock.release()
+        if removed:
+            report.abandoned.append(name)
+            notice(
+                f"{name}: its creation was killed before its branch was made, so it never "
+                f"existed and its goal was never sent; removed {', '.join(removed)} (R-SCAN-12)"
+            )
+            yield Passed(Point.SCAN_ABANDONED, name)
+
+
 def _inbox_names(ws: Workspace) -> list[str]:
     try:
         with os.scandir(ws.inbox_root) as it:
@@ -717,15 +758,51 @@ def _inbox_names(ws: Workspace) -> list[str]:
         raise ScanError(f"read inbox root {ws.inbox_root}: {io_text(exc)}") from None
 
 
+def _remove_dead_temps(ws: Workspace, inbox: str, temps: list[str]) -> None:
+    """R-DEP-6: a writer's temp file whose writer is dead (the pid its name carries has no
+    process) is removed, with one notice line; a live writer's, or one whose name carries
+    no pid, is left. A live writer never loses its temp: its pid is alive while it runs."""
+    dead = [t for t in temps if (pid := writer_pid(t)) is not None and writer_dead(pid)]
+    if not dead:
+        return
+    removed = []
+    try:
+        with guarded.walk(ws.root, (INBOX_DIR, inbox)) as where:
+            for name in dead:
+                try:
+                    where.unlink(name)
+                except FileNotFoundError:
+                    continue
+                removed.append(f"{INBOX_DIR}/{inbox}/{name}")
+    except (OSError, ContainmentError) as exc:
+        detail = io_text(exc) if isinstance(exc, OSError) else str(exc)
+        raise ScanError(f"remove temp files of dead writers in {inbox}: {detail}") from None
+    if removed:
+        notice(f"removed the temp file(s) of dead writers {', '.join(removed)} (R-DEP-6)")
+
+
 def _flush(
     ws: Workspace, registry: frozenset[str], launcher: Launcher, report: ScanReport
 ) -> Actor[None]:
     for name in _inbox_names(ws):
         # a registered agent's inbox as text: no path object for an empty inbox
-        if not pending(ws.inbox_text(name) if name in registry else ws.inbox_root / name):
+        temps: list[str] = []
+        mail = pending(ws.inbox_text(name) if name in registry else ws.inbox_root / name,
+                       temps=temps)
+        if temps:
+            _remove_dead_temps(ws, name, temps)
+        if not mail:
             continue
         # An agent created after the registry was read is not debris (R-SCAN-2).
         if name not in registry and not ws.agent_exists(name):
+            try:
+                present, lock = try_acquire_present(ws.inbox_root / name)
+            except LockError:
+                present, lock = True, None
+            if present and lock is None:
+                continue  # a creation at work holds it: its goal, not debris (R-SCAN-12)
+            if lock is not None:
+                lock.release()
             report.debris.append(name)
             yield Passed(Point.SCAN_DEBRIS, name)
             continue
@@ -754,12 +831,19 @@ def scan_actor(
 
     Points: ``Point.SCAN_DRIVEN``, ``Point.SCAN_HELD``, ``Point.SCAN_NO_INBOX``,
     ``Point.SCAN_ASSESSED``, ``Point.SCAN_SWEPT``, ``Point.SCAN_RESENT``,
-    ``Point.SCAN_RELEASED``, ``Point.SCAN_DEBRIS``, ``Point.SCAN_FLUSHED``,
+    ``Point.SCAN_RELEASED``, ``Point.SCAN_ABANDONED``, ``Point.SCAN_DEBRIS``,
+    ``Point.SCAN_FLUSHED``,
     ``Point.DEPOSIT_LISTED``, ``Point.DEPOSIT_TEMP_WRITTEN``, ``Point.DEPOSIT_COLLIDED``,
     ``Point.DEPOSIT_PUBLISHED``, ``Point.DEPOSIT_MARKED``, ``Point.PROBE_BUSY``,
     ``Point.PROBE_ACQUIRED``, ``Point.PROBE_RELEASED``, ``Point.PROBE_LAUNCHED``.
     Always: none (an empty workspace passes no point).
     """
+    try:  # R-WS-9: shared lock files a killed git left, before any git call of the pass
+        shared = gitlocks.clear_shared_locks(ws.root)
+    except LernieError as exc:
+        raise ScanError(str(exc)) from None
+    if shared:
+        notice(gitlocks.describe_shared(ws.root, shared))
     try:
         # One git call for every agent's tip and marks, names and object ids only; each
         # agent's are confirmed under its lock. What the objects are (a mark's commit, the
@@ -797,6 +881,7 @@ def scan_actor(
         look.close()
         if held is not None:
             held.close()
+    yield from _abandoned(ws, registry, report)
     yield from _flush(ws, registry, launcher, report)
     return report
 

@@ -13,11 +13,11 @@ and the ones every run passes; ``tests/driver/test_points.py`` checks both on re
 from __future__ import annotations
 
 from lernie_ref.actors.probe import ProbeOutcome, writer_probe_actor
-from lernie_ref.core.actor import run
-from lernie_ref.core.errors import UsageError
-from lernie_ref.core.ids import require_agent_id
-from lernie_ref.core.names import USER_SENDER
+from lernie_ref.core.actor import Passed, run
+from lernie_ref.core.errors import UsageError, WorkspaceError, debug_quote
+from lernie_ref.core.names import USER_SENDER, Point
 from lernie_ref.substrate.deposit import deposit_actor
+from lernie_ref.substrate.lock import try_acquire
 
 TYPE_CHECKING = False  # typing stays off the message path (R-CLI-5)
 if TYPE_CHECKING:
@@ -31,10 +31,9 @@ if TYPE_CHECKING:
     from lernie_ref.substrate.spool import Spool
     from lernie_ref.substrate.workspace import Workspace
 
-MESSAGE_REASON = "a message is addressed to an existing agent, by id or unique name (ARCH §2.11)"
+MESSAGE_REASON = "a message is addressed to an existing agent, by id or unique name (R-ID-6)"
 DISPATCH_REASON = (
-    "a dispatch forks a child of an existing agent (ARCH §2.3: the `agents/*` refs are "
-    "the registry)"
+    "a dispatch forks a child of an existing agent, named by id or unique name (R-ID-6)"
 )
 
 
@@ -59,11 +58,14 @@ def message_actor(
     sender: str,
     launcher: Launcher,
     clock: Clock,
+    preflight: Callable[[str], None] | None = None,
 ) -> Actor[ProbeOutcome]:
     """R-PROBE-4: id guard, name resolution, workspace and existence guards, deposit, probe.
 
-    Nothing is written before every guard has passed (I-17). ``sender`` is resolved by
-    the caller (:func:`resolve_cli_sender`, or the calling agent's id for a tool).
+    Nothing is written before every guard has passed (I-17), nor before ``preflight``
+    (given the resolved id; the CLI's check of what a driver will need, R-CLI-8) returned.
+    ``sender`` is resolved by the caller (:func:`resolve_cli_sender`, or the calling
+    agent's id for a tool).
     ``content`` is text, or a stream copied straight into the deposit (R-CLI-7).
 
     Points: the deposit's ``Point.DEPOSIT_LISTED``, ``Point.DEPOSIT_TEMP_WRITTEN``,
@@ -75,10 +77,9 @@ def message_actor(
     """
     if isinstance(content, str):
         _require_text("message content", content)
-    require_agent_id(agent)
-    target = ws.resolve_name(agent)
-    ws.check_layout()
-    ws.require_agent(target, MESSAGE_REASON)
+    target = ws.resolve_agent(agent, MESSAGE_REASON)
+    if preflight is not None:
+        preflight(target)
     yield from deposit_actor(ws.root, target, sender, content, clock)
     return (yield from writer_probe_actor(ws.root, target, launcher))
 
@@ -95,71 +96,123 @@ def _spooled(ws: Workspace, text: str | Stream, what: str) -> str | Spool:
 
 def _found(
     ws: Workspace,
-    create: Callable[[], str],
+    mint: Callable[[], str],
+    prepare: Callable[[str], str],
     sender: str,
     held: str | Spool,
     launcher: Launcher,
     clock: Clock,
+    created: Callable[[str], None] | None = None,
 ) -> Actor[str]:
-    """Create a new agent (``create`` mints its id and makes its branch and worktree),
-    deposit ``held`` into its inbox from ``sender``, then probe it: the tail that a
-    dispatch and a prompt share (R-PROBE-5, R-PROBE-6). A spool is closed once the
-    deposit has copied it, whatever happened. Returns the new id."""
+    """Create a new agent in one visible step and deposit ``held`` into its inbox from
+    ``sender``, then probe it: the tail that a dispatch and a prompt share (R-PROBE-5,
+    R-PROBE-6). Returns the new id.
+
+    ``mint`` makes the id; the creator then takes the new agent's executor lock (creating
+    ``inbox/<id>``) and holds it until the agent exists: ``prepare`` builds its worktree,
+    detached, and its creation commit; ``created`` is called with the id (the CLI records
+    the agent's model there, R-STEP-9); the goal is deposited; and only then is the branch
+    created at that commit, create-only (:meth:`Workspace.publish_agent`), the dispatch's
+    one commit point. Before it no ref names the agent, so no name resolution, registry,
+    status or scan ever sees it half-made; after it the agent is whole, its goal pending.
+    A scan that finds the remains of a creation killed before its commit point takes the
+    lock (free: the creator is dead) and removes them (R-SCAN-12). A failure before the
+    commit point removes the remains at once. A spool is closed whatever happened.
+    """
+    made = False
+    aid = creation = ""
+    lock = None
     try:
-        aid = create()
+        aid = mint()
+        lock = try_acquire(ws.inbox_dir(aid))
+        if lock is None:
+            raise WorkspaceError(f"minted agent id {debug_quote(aid)} is already being created")
+        yield Passed(Point.DISPATCH_LOCKED, aid)
+        creation = prepare(aid)
+        yield Passed(Point.DISPATCH_PREPARED, aid, creation)
+        if created is not None:
+            created(aid)
         content = held if isinstance(held, str) else held.reader()
         yield from deposit_actor(ws.root, aid, sender, content, clock)
+        ws.publish_agent(aid, creation)
+        made = True
     finally:
         if not isinstance(held, str):
             held.close()
+        if lock is not None:
+            if not made:
+                # what is left, if anything, the next scan removes (R-SCAN-12); no
+                # contextlib here: it loads collections on the message path (R-CLI-5)
+                try:  # noqa: SIM105
+                    ws.remove_unborn(aid)
+                except OSError:
+                    pass
+            lock.release()
+    yield Passed(Point.DISPATCH_CREATED, aid, creation)
     yield from writer_probe_actor(ws.root, aid, launcher)
     return aid
 
 
 def dispatch_actor(
-    ws: Workspace, parent: str, goal: str | Stream, name: str, launcher: Launcher, clock: Clock
+    ws: Workspace,
+    parent: str,
+    goal: str | Stream,
+    name: str,
+    launcher: Launcher,
+    clock: Clock,
+    created: Callable[[str], None] | None = None,
 ) -> Actor[str]:
     """R-PROBE-6: fork a child of ``parent``, deposit ``goal`` as the parent's message, probe.
 
-    Returns the child id. The branch exists before the deposit, so a dispatch never
-    deposits to a missing agent.
+    Returns the child id. The child's branch is created, at its creation commit, only
+    after its goal is deposited: the dispatch is one ref update as seen from outside.
 
-    Points: the deposit's ``Point.DEPOSIT_LISTED``, ``Point.DEPOSIT_TEMP_WRITTEN``,
-    ``Point.DEPOSIT_COLLIDED``, ``Point.DEPOSIT_PUBLISHED``, then the probe's
+    Points: ``Point.DISPATCH_LOCKED``, ``Point.DISPATCH_PREPARED``, the deposit's
+    ``Point.DEPOSIT_LISTED``, ``Point.DEPOSIT_TEMP_WRITTEN``, ``Point.DEPOSIT_COLLIDED``,
+    ``Point.DEPOSIT_PUBLISHED``, then ``Point.DISPATCH_CREATED`` and the probe's
     ``Point.PROBE_BUSY``, ``Point.PROBE_ACQUIRED``, ``Point.PROBE_RELEASED``,
     ``Point.PROBE_LAUNCHED``.
-    Always: ``Point.DEPOSIT_LISTED``, ``Point.DEPOSIT_TEMP_WRITTEN``,
-    ``Point.DEPOSIT_PUBLISHED``.
+    Always: ``Point.DISPATCH_LOCKED``, ``Point.DISPATCH_PREPARED``,
+    ``Point.DEPOSIT_LISTED``, ``Point.DEPOSIT_TEMP_WRITTEN``, ``Point.DEPOSIT_PUBLISHED``,
+    ``Point.DISPATCH_CREATED``.
     """
     if isinstance(goal, str):
         _require_text("goal", goal)
-    require_agent_id(parent)
-    ws.check_layout()
-    ws.require_agent(parent, DISPATCH_REASON)
+    parent = ws.resolve_agent(parent, DISPATCH_REASON)
     ws.check_new_name(name)
     held = _spooled(ws, goal, "goal")
 
-    def create() -> str:
-        child = ws.mint_child(parent, clock)
-        ws.create_child_agent(parent, child, name, held)
-        return child
+    def prepare(child: str) -> str:
+        return ws.prepare_child_agent(parent, child, name, held)
 
-    return (yield from _found(ws, create, parent, held, launcher, clock))
+    return (
+        yield from _found(
+            ws, lambda: ws.mint_child(parent, clock), prepare, parent, held, launcher, clock,
+            created,
+        )
+    )
 
 
 def prompt_actor(
-    ws: Workspace, text: str | Stream, name: str, launcher: Launcher, clock: Clock
+    ws: Workspace,
+    text: str | Stream,
+    name: str,
+    launcher: Launcher,
+    clock: Clock,
+    created: Callable[[str], None] | None = None,
 ) -> Actor[str]:
     """R-PROBE-5: mint a root, create its branch and worktree, deposit ``text`` as ``user``,
     probe. Returns the root id. ``name`` is its optional display name (R-ID-8).
     ``text`` is text, or a stream stored once in a spool and copied from there (R-CLI-7).
 
-    Points: the deposit's ``Point.DEPOSIT_LISTED``, ``Point.DEPOSIT_TEMP_WRITTEN``,
-    ``Point.DEPOSIT_COLLIDED``, ``Point.DEPOSIT_PUBLISHED``, then the probe's
+    Points: ``Point.DISPATCH_LOCKED``, ``Point.DISPATCH_PREPARED``, the deposit's
+    ``Point.DEPOSIT_LISTED``, ``Point.DEPOSIT_TEMP_WRITTEN``, ``Point.DEPOSIT_COLLIDED``,
+    ``Point.DEPOSIT_PUBLISHED``, then ``Point.DISPATCH_CREATED`` and the probe's
     ``Point.PROBE_BUSY``, ``Point.PROBE_ACQUIRED``, ``Point.PROBE_RELEASED``,
     ``Point.PROBE_LAUNCHED``.
-    Always: ``Point.DEPOSIT_LISTED``, ``Point.DEPOSIT_TEMP_WRITTEN``,
-    ``Point.DEPOSIT_PUBLISHED``.
+    Always: ``Point.DISPATCH_LOCKED``, ``Point.DISPATCH_PREPARED``,
+    ``Point.DEPOSIT_LISTED``, ``Point.DEPOSIT_TEMP_WRITTEN``, ``Point.DEPOSIT_PUBLISHED``,
+    ``Point.DISPATCH_CREATED``.
     """
     if isinstance(text, str):
         _require_text("prompt text", text)
@@ -167,12 +220,13 @@ def prompt_actor(
     ws.check_new_name(name)
     held = _spooled(ws, text, "prompt text")
 
-    def create() -> str:
-        root = ws.mint_root(clock)
-        ws.create_root_agent(root, name, held)
-        return root
+    def prepare(root: str) -> str:
+        return ws.prepare_root_agent(root, name, held)
 
-    return (yield from _found(ws, create, USER_SENDER, held, launcher, clock))
+    return (
+        yield from _found(ws, lambda: ws.mint_root(clock), prepare, USER_SENDER, held, launcher,
+                          clock, created)
+    )
 
 
 def message(
@@ -182,20 +236,32 @@ def message(
     sender: str,
     launcher: Launcher,
     clock: Clock,
+    preflight: Callable[[str], None] | None = None,
 ) -> ProbeOutcome:
     """:func:`message_actor` run straight through."""
-    return run(message_actor(ws, agent, content, sender, launcher, clock))
+    return run(message_actor(ws, agent, content, sender, launcher, clock, preflight))
 
 
 def dispatch(
-    ws: Workspace, parent: str, goal: str | Stream, name: str, launcher: Launcher, clock: Clock
+    ws: Workspace,
+    parent: str,
+    goal: str | Stream,
+    name: str,
+    launcher: Launcher,
+    clock: Clock,
+    created: Callable[[str], None] | None = None,
 ) -> str:
     """:func:`dispatch_actor` run straight through."""
-    return run(dispatch_actor(ws, parent, goal, name, launcher, clock))
+    return run(dispatch_actor(ws, parent, goal, name, launcher, clock, created))
 
 
 def prompt(
-    ws: Workspace, text: str | Stream, name: str, launcher: Launcher, clock: Clock
+    ws: Workspace,
+    text: str | Stream,
+    name: str,
+    launcher: Launcher,
+    clock: Clock,
+    created: Callable[[str], None] | None = None,
 ) -> str:
     """:func:`prompt_actor` run straight through."""
-    return run(prompt_actor(ws, text, name, launcher, clock))
+    return run(prompt_actor(ws, text, name, launcher, clock, created))

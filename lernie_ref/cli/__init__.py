@@ -162,6 +162,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LernieError as exc:
         print(f"lernie {verb}: {exc}", file=sys.stderr)
         return exc.exit_code
+    except KeyboardInterrupt:  # Ctrl-C: one line and the shell's status for SIGINT, no traceback
+        print(f"lernie {verb}: interrupted", file=sys.stderr)
+        return 130
     if product is not None:
         sys.stdout.write(product + "\n")
         sys.stdout.flush()

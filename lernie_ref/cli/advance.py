@@ -27,7 +27,11 @@ from types import FrameType
 
 from lernie_ref.core.errors import ExecError, LernieError, io_text
 
-REASON = "a hop drives an existing agent (ARCH §2.3: the `agents/*` refs are the registry)"
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from lernie_ref.substrate.config import Config
+
+REASON = "a hop drives an existing agent, named by id or unique name (R-ID-6)"
 
 _stop = False
 
@@ -43,7 +47,25 @@ def stop_requested() -> bool:
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("workspace", help="the workspace directory")
-    parser.add_argument("agent", help="the agent id")
+    parser.add_argument("agent", help="the agent: an agent id or a unique agent name")
+
+
+def recorded_config(root: str, agent: str, config: Config) -> Config:
+    """R-STEP-9: ``config`` running the model recorded for ``agent`` (its own record or its
+    nearest ancestor's); a different choice in this environment is one warning line on
+    stderr (the driver log), never a switch."""
+    from lernie_ref.substrate import preflight
+
+    found = preflight.recorded(root, agent)
+    if found is None:
+        return config
+    owner, raw = found
+    spec = preflight.parse_record(owner, raw)
+    chosen = preflight.env_differs(spec, config, os.environ)
+    if chosen:
+        note = preflight.warning(agent, owner, spec, chosen, os.environ)
+        print(f"lernie: {note}", file=sys.stderr)
+    return preflight.apply(config, spec)
 
 
 def run(ns: argparse.Namespace) -> str | None:
@@ -57,18 +79,15 @@ def run(ns: argparse.Namespace) -> str | None:
     from lernie_ref.adapters import select_model
     from lernie_ref.core.actor import run as run_actor
     from lernie_ref.core.clock import SystemClock
-    from lernie_ref.core.ids import require_agent_id
     from lernie_ref.inbox import AdvanceLauncher
     from lernie_ref.substrate.config import load
-    from lernie_ref.substrate.workspace import require_workspace
+    from lernie_ref.substrate.workspace import Workspace
 
     ws_arg: str = ns.workspace
-    agent: str = ns.agent
-    require_agent_id(agent)
-    ws = require_workspace(ws_arg)
-    ws.require_agent(agent, REASON)
+    ws = Workspace(ws_arg)
+    agent = ws.resolve_agent(ns.agent, REASON)
     try:
-        config = load(ws.root, os.environ)
+        config = recorded_config(str(ws.root), agent, load(ws.root, os.environ))
         deps = HopDeps(
             model=select_model(
                 config.model, config.model_command, config=config, env=os.environ, root=ws.root

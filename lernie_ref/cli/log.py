@@ -18,13 +18,13 @@ from lernie_ref.core.errors import LernieError
 if TYPE_CHECKING:
     from lernie_ref.substrate.workspace import Workspace
 
-REASON = "the log reads an existing agent's transcript (ARCH §2.3)"
+REASON = "the log reads an existing agent's transcript, named by id or unique name (R-ID-6)"
 INDENT = "    "
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("workspace", help="the workspace directory")
-    parser.add_argument("agent", help="the agent id")
+    parser.add_argument("agent", help="the agent: an agent id or a unique agent name")
 
 
 def _indent(text: str) -> list[str]:
@@ -94,13 +94,10 @@ def render_entry(seq: int, origin: str, delivered: bool, data: bytes) -> list[st
 
 def run(ns: argparse.Namespace) -> str | None:
     from lernie_ref.core.frontmatter import parse_entry_name
-    from lernie_ref.core.ids import require_agent_id
-    from lernie_ref.substrate.workspace import require_workspace
+    from lernie_ref.substrate.workspace import Workspace
 
-    agent: str = ns.agent
-    require_agent_id(agent)
-    ws = require_workspace(ns.workspace)
-    ws.require_agent(agent, REASON)
+    ws = Workspace(ns.workspace)
+    agent = ws.resolve_agent(ns.agent, REASON)
     ref = f"refs/heads/agents/{agent}"
     listing = ws.git.run(ws.repo_git, ["ls-tree", "--name-only", f"{ref}:messages"], check=False)
     entries: list[tuple[int, str, bool, str]] = []

@@ -13,6 +13,7 @@ launcher.
 from __future__ import annotations
 
 import os
+import sys
 
 from lernie_ref import inbox
 from lernie_ref.substrate.registry import Registry, path_text
@@ -20,6 +21,7 @@ from lernie_ref.substrate.registry import Registry, path_text
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Callable
 
     from lernie_ref.cli import _MessageArgs
 
@@ -35,13 +37,31 @@ def configure(parser: argparse.ArgumentParser) -> None:
     content.add(parser, "content", "the message text, deposited byte for byte")
 
 
+def _preflight(root: str) -> Callable[[str], None]:
+    """R-CLI-8: what the recipient's driver will need, checked once the recipient is known
+    and before anything is deposited; a warning when this environment chooses another model
+    than the recipient's (R-STEP-9)."""
+
+    def check(agent: str) -> None:
+        from lernie_ref.substrate.preflight import for_agent
+
+        note = for_agent(root, agent, os.environ)
+        if note is not None:
+            sys.stderr.write(f"lernie message: {note}\n")
+
+    return check
+
+
 def run(ns: argparse.Namespace | _MessageArgs) -> str | None:
     sender = inbox.resolve_cli_sender(os.environ.get(inbox.CONV_BRANCH_ENV))
-    ws = Registry(path_text(ns.workspace))
+    root = path_text(ns.workspace)
+    ws = Registry(root)
     text = ns.content
     if isinstance(text, str) and text != "-" and getattr(ns, "file", None) is None:
         # the argument itself (the plain form, R-CLI-5): no content module, no argparse
-        inbox.cli_message(ws, ns.agent, text, sender, inbox.AdvanceLauncher())
+        inbox.cli_message(
+            ws, ns.agent, text, sender, inbox.AdvanceLauncher(), preflight=_preflight(root)
+        )
         return None
     import argparse  # already loaded: only the parser's namespace gets here
 
@@ -49,5 +69,7 @@ def run(ns: argparse.Namespace | _MessageArgs) -> str | None:
 
     assert isinstance(ns, argparse.Namespace)
     with content.opened(ns, "content") as source:
-        inbox.cli_message(ws, ns.agent, source, sender, inbox.AdvanceLauncher())
+        inbox.cli_message(
+            ws, ns.agent, source, sender, inbox.AdvanceLauncher(), preflight=_preflight(root)
+        )
     return None

@@ -7,11 +7,15 @@ deposit on its author's behalf is also named on stderr.
 
 from __future__ import annotations
 
+import os
 import sys
 
 from lernie_ref.actors.sweep import scan
 from lernie_ref.core.clock import SystemClock
+from lernie_ref.core.sweep import REVIVE_LIMIT
+from lernie_ref.operator.driverlog import last_log_line
 from lernie_ref.substrate.launcher import AdvanceLauncher
+from lernie_ref.substrate.preflight import model_settings_in
 from lernie_ref.substrate.workspace import require_workspace
 
 TYPE_CHECKING = False  # argparse stays off the plain command line (R-CLI-5)
@@ -33,6 +37,23 @@ def run(ns: argparse.Namespace | _OperatorArgs) -> str | None:
         print(
             f"lernie scan: {agent}: its final response never reached {to}; "
             "deposited it on its behalf (R-SCAN-9)",
+            file=sys.stderr,
+        )
+    chosen = model_settings_in(os.environ)
+    if chosen and report.launched:
+        print(
+            "lernie scan: the drivers it launched run each agent on the model recorded at its "
+            f"creation; this environment's {', '.join(chosen)} counts only for agents with no "
+            "record (R-STEP-9)",
+            file=sys.stderr,
+        )
+    for agent in report.given_up:  # R-SCAN-10: why a dead agent was not relaunched
+        line = last_log_line(ws, agent)
+        said = f"; its driver log ends: {line}" if line else ""
+        print(
+            f"lernie scan: {agent} not relaunched: it died {REVIVE_LIMIT} times at the same "
+            f"tip after scans revived it, so the crash-loop guard gave up{said}; fix the "
+            f"cause, then run `lernie advance {ws.root} {agent}` by hand (R-SCAN-10)",
             file=sys.stderr,
         )
     return report.json_text() if ns.json else report.line()

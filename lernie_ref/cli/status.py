@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import sys
 
-from lernie_ref.operator.status import advice, render_json, render_table, status
+from lernie_ref.operator.status import (
+    advice,
+    disk_advice,
+    free_bytes,
+    render_json,
+    render_table,
+    status,
+)
 from lernie_ref.substrate.workspace import require_workspace
 
 TYPE_CHECKING = False  # argparse stays off the plain command line (R-CLI-5)
@@ -22,7 +29,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(ns: argparse.Namespace | _OperatorArgs) -> str | None:
     ws = require_workspace(ns.workspace)
     rows = status(ws)
-    for row in rows:  # R-STATUS-5: what to do for a dead agent, on stderr
+    disk = disk_advice(ws, free_bytes(ws.root))
+    if disk is not None:
+        print(f"lernie status: {disk}", file=sys.stderr)
+    for row in rows:  # R-STATUS-5: what to do for a dead agent or stranded mail, on stderr
         hint = advice(ws, row)
         if hint is not None:
             print(f"lernie status: {hint}", file=sys.stderr)

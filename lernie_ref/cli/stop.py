@@ -14,7 +14,9 @@ from lernie_ref.operator.stop import STOP_DEADLINE_S, stop
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("workspace", help="the workspace directory")
-    parser.add_argument("agent", help="the agent id whose tree to stop")
+    parser.add_argument(
+        "agent", help="the agent whose tree to stop: an agent id or a unique agent name"
+    )
     parser.add_argument(
         "--stop-children",
         action="store_true",
@@ -23,8 +25,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(ns: argparse.Namespace) -> str | None:
-    agent: str = ns.agent
-    report = stop(ns.workspace, agent)
+    report = stop(ns.workspace, ns.agent)
+    agent = report.agent
     if not report.signalled:
         print(
             f"lernie stop: nothing to stop — no executor holds the lock of {agent} "

@@ -74,7 +74,7 @@ class NotAnAgentId(LernieError):
     def __init__(self, agent_id: str) -> None:
         super().__init__(
             f"agent id {debug_quote(agent_id)} is not a single path component — an agent "
-            "id is its branch name, the hyphenated descent `<a>-<b>-…` (ARCH §2.3); pass "
+            "id is its branch name, the hyphenated descent `<a>-<b>-…` (R-ID-3); pass "
             "the id exactly as `lernie prompt` / `lernie dispatch` printed it"
         )
         self.agent_id = agent_id
@@ -99,7 +99,7 @@ class LayoutError(LernieError):
 class NotAWorkspace(LayoutError):
     def __init__(self, path: str) -> None:
         super().__init__(
-            f"{path} is not a workspace (no repo.git) — create one with `lernie new` (ARCH §2.2)"
+            f"{path} is not a workspace (no repo.git) — create one with `lernie new` (R-WS-2)"
         )
         self.path = path
 
@@ -110,8 +110,8 @@ class OldLayout(LayoutError):
             f"{path} uses the retired per-conversation layout (a `root/` primary worktree with "
             "control files at the repo root); the current layout is one repo per workspace — "
             "`<workspace>/repo.git` (bare) with `config/*` branches and `agents/*` refs "
-            "(ARCH §2.2). Pre-v1 clean break (§10): no migration — create a fresh workspace "
-            "with `lernie new` and re-author its config"
+            "(R-WS-1, R-WS-2). There is no migration: create a fresh workspace with "
+            "`lernie new` and re-author its config"
         )
         self.path = path
 
@@ -121,9 +121,9 @@ class UnknownAgent(LernieError):
 
     def __init__(self, agent_id: str, reason: str) -> None:
         super().__init__(
-            f"no agent {debug_quote(agent_id)} in this workspace — {reason}; check the id "
-            "against the workspace's `agents/*` refs, or start an agent with `lernie prompt` "
-            "/ `lernie dispatch`"
+            f"no agent {debug_quote(agent_id)} in this workspace — {reason}; no agent has "
+            "that id or wears that name: `lernie status <ws>` lists every agent with its "
+            "name, `lernie prompt` / `lernie dispatch` start one"
         )
         self.agent_id = agent_id
         self.reason = reason
@@ -136,7 +136,7 @@ class AmbiguousName(LernieError):
         joined = ", ".join(sorted(candidates))
         super().__init__(
             f"agent name {debug_quote(name)} is ambiguous in this workspace — it is worn by "
-            f"{joined}; address the one you mean by its agent id (ARCH §2.11)"
+            f"{joined}; address the one you mean by its agent id (R-ID-6)"
         )
         self.name = name
         self.candidates = tuple(sorted(candidates))
@@ -317,7 +317,7 @@ class ReservedModelId(LernieError):
     def __init__(self, model_id: str) -> None:
         super().__init__(
             f"model id {debug_quote(model_id)} collides with the reserved transcript origin "
-            "token `tool` (ARCH §2.3); rename the model row"
+            "token `tool` (R-TR-1); rename the model row"
         )
 
 
@@ -338,8 +338,9 @@ class UnpairedToolUse(LernieError):
         super().__init__(
             f"branch {agent_id} tip is an assistant entry with tool_use unmatched by committed "
             "tool results — a mid-step crash after the assistant entry landed; tool side effects "
-            "are not replayable, so this is declined (ARCH §6). Recover by fork-from-history "
-            "(ARCH §2.3)."
+            "are not replayable, so this is declined (R-STEP-3). Nothing can drive this "
+            "agent on; start a new one with `lernie prompt` (or `lernie dispatch`) and give it "
+            "what `lernie log` shows."
         )
 
 
@@ -392,14 +393,6 @@ class StopError(LernieError):
     """An error of ``lernie stop``; ``str()`` is upstream's text where upstream has one."""
 
 
-class BranchMissing(StopError):
-    """R-STOP-1: the agent has no ``agents/*`` ref."""
-
-    def __init__(self, agent_id: str) -> None:
-        super().__init__(f"branch {debug_quote(agent_id)} does not exist in repo")
-        self.agent_id = agent_id
-
-
 class SelfGroup(StopError):
     """R-STOP-4: a holder lives in the caller's own process group; nothing was signalled."""
 
@@ -407,7 +400,7 @@ class SelfGroup(StopError):
         super().__init__(
             f"refusing to signal process group {pgid}: it is this process's own group, so the "
             "SIGTERM would fell whatever launched `lernie stop` — an operator's shell job, or a "
-            "test runner — rather than an executor (ARCH §2.9). Discovery resolved a pgid that "
+            "test runner — rather than an executor (R-STOP-4). Discovery resolved a pgid that "
             "no detached executor can legitimately own; nothing was signalled."
         )
         self.pgid = pgid
@@ -428,6 +421,18 @@ class InboxWalkError(StopError):
 
 class WaitTimeout(LernieError):
     """The tree did not settle in time; the text names what is still going on."""
+
+
+class AgentsDied(LernieError):
+    """R-LOG-2: the tree settled, but some of its agents died or gave up; the CLI exits 3."""
+
+    exit_code = 3
+
+
+class Interrupted(LernieError):
+    """Ctrl-C (SIGINT) ended the verb; the CLI exits 130, as a shell reports SIGINT."""
+
+    exit_code = 130
 
 
 # --------------------------------------------------------------- raised by cli.advance

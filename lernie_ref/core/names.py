@@ -66,6 +66,10 @@ class Point:
     DEPOSIT_PUBLISHED: Final = "deposit.published"
     DEPOSIT_MARKED: Final = "deposit.marked"
 
+    DISPATCH_LOCKED: Final = "dispatch.locked"
+    DISPATCH_PREPARED: Final = "dispatch.prepared"
+    DISPATCH_CREATED: Final = "dispatch.created"
+
     PROBE_BUSY: Final = "probe.busy"
     PROBE_ACQUIRED: Final = "probe.acquired"
     PROBE_RELEASED: Final = "probe.released"
@@ -106,6 +110,7 @@ class Point:
     SCAN_FLUSHED: Final = "scan.flushed"
     SCAN_DRIVEN: Final = "scan.driven"
     SCAN_RELEASED: Final = "scan.released"
+    SCAN_ABANDONED: Final = "scan.abandoned"
 
     ALL: Final = (
         DEPOSIT_LISTED,
@@ -113,6 +118,9 @@ class Point:
         DEPOSIT_COLLIDED,
         DEPOSIT_PUBLISHED,
         DEPOSIT_MARKED,
+        DISPATCH_LOCKED,
+        DISPATCH_PREPARED,
+        DISPATCH_CREATED,
         PROBE_BUSY,
         PROBE_ACQUIRED,
         PROBE_RELEASED,
@@ -147,4 +155,5 @@ class Point:
         SCAN_FLUSHED,
         SCAN_DRIVEN,
         SCAN_RELEASED,
+        SCAN_ABANDONED,
     )

@@ -119,7 +119,9 @@ class ScanReport:
     ``resent``: (agent, recipient) of every final response the sweep deposited on its
     author's behalf. ``revived``: dead agents with work due that the pass relaunched
     (R-SCAN-10), also in ``launched``. ``given_up``: dead agents with work due the
-    crash-loop guard keeps down (R-SCAN-10).
+    crash-loop guard keeps down (R-SCAN-10). ``abandoned``: ids whose creation (a
+    ``prompt`` or ``dispatch``) was killed before its branch was made, and whose remains
+    the pass removed (R-SCAN-12).
     """
 
     silent_deaths: list[str] = field(default_factory=list)
@@ -131,6 +133,7 @@ class ScanReport:
     driven: list[str] = field(default_factory=list)
     revived: list[str] = field(default_factory=list)
     given_up: list[str] = field(default_factory=list)
+    abandoned: list[str] = field(default_factory=list)
 
     def line(self) -> str:
         """R-SCAN-3: upstream's report line, byte for byte."""
@@ -153,6 +156,7 @@ class ScanReport:
             "driven": list(self.driven),
             "revived": list(self.revived),
             "given_up": list(self.given_up),
+            "abandoned": list(self.abandoned),
         }
 
     def json_text(self) -> str:

@@ -24,6 +24,7 @@ from lernie_ref.core.ids import is_agent_id, parent_of
 from lernie_ref.core.record import as_dict, record
 from lernie_ref.core.sweep import REVIVE_LIMIT, Condition, at_rest_mark, condition_of
 from lernie_ref.core.vocab import NAME_FILE, Epitaph, MarkKind
+from lernie_ref.operator.driverlog import last_log_line
 from lernie_ref.operator.stop import LockLine, holders_in, lock_table
 from lernie_ref.reply_debt import Entry, is_terminal_response
 from lernie_ref.substrate.deposit import Pending, pending
@@ -379,21 +380,64 @@ def render_json(rows: Sequence[AgentStatus]) -> str:
     )
 
 
+DISK_LOW_BYTES = 1 << 20
+"""Below this many free bytes on the workspace's file system, status says the disk is full."""
+DISK_FULL_TEXT = "No space left on device"
+
+
 def advice(ws: Workspace, row: AgentStatus) -> str | None:
-    """R-STATUS-5: what the operator can do for a dead agent (``None`` for any other row)."""
-    if not row.died_mid_work:
-        return None
-    try:
-        tip = ws.branch_tip(row.id)
-    except LernieError:
-        tip = ""
-    if revivals_at(ws, row.id, tip) >= REVIVE_LIMIT:
+    """R-STATUS-5: what the operator can do for an agent that is dead, or whose mail has no
+    driver (``None`` for any other row). Reads the driver log of those rows only."""
+    if row.died_mid_work:
+        try:
+            tip = ws.branch_tip(row.id)
+        except LernieError:
+            tip = ""
+        said = _log_said(ws, row.id)
+        if revivals_at(ws, row.id, tip) >= REVIVE_LIMIT:
+            return (
+                f"{row.id} died mid-work {REVIVE_LIMIT} times after `lernie scan` revived it "
+                f"with no progress, so the crash-loop guard stopped reviving it{said}; read "
+                f"{ws.driver_log(row.id)}, fix the cause, then run "
+                f"`lernie advance {ws.root} {row.id}` by hand (R-SCAN-10)"
+            )
         return (
-            f"{row.id} died mid-work {REVIVE_LIMIT} times after `lernie scan` revived it with "
-            f"no progress; read {ws.driver_log(row.id)}, fix the cause, then run "
-            f"`lernie advance {ws.root} {row.id}` by hand (R-SCAN-10)"
+            f"{row.id} died mid-work with work due{said}; `lernie scan {ws.root}` relaunches "
+            "it (R-SCAN-10)"
         )
+    if row.undelivered and row.live is False:
+        said = _log_said(ws, row.id)
+        return (
+            f"{row.id} has {row.undelivered} undelivered message(s) and no driver{said}; "
+            f"`lernie scan {ws.root}` launches one (R-SCAN-2)"
+        )
+    return None
+
+
+def _log_said(ws: Workspace, agent: str) -> str:
+    """``; its driver log ends: <line>`` (naming a full disk), or nothing."""
+    line = last_log_line(ws, agent)
+    if line is None:
+        return ""
+    full = " (the disk is full: free space first)" if DISK_FULL_TEXT in line else ""
+    return f"; its driver log ends: {line}{full}"
+
+
+def disk_advice(ws: Workspace, free_bytes: int | None) -> str | None:
+    """R-STATUS-5: a full disk, where deposits, commits and driver logs fail."""
+    if free_bytes is None or free_bytes >= DISK_LOW_BYTES:
+        return None
     return (
-        f"{row.id} died mid-work with work due; `lernie scan {ws.root}` relaunches it "
-        "(R-SCAN-10)"
+        f"the disk holding {ws.root} is full ({free_bytes} bytes free): deposits, commits and "
+        f"driver logs fail until space is freed; then `lernie scan {ws.root}` relaunches what "
+        "died (R-SCAN-10)"
     )
+
+
+def free_bytes(path: str | Path) -> int | None:
+    """Bytes an unprivileged writer may still use on ``path``'s file system."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize

@@ -39,12 +39,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from lernie_ref.core.errors import (
-    BranchMissing,
     InboxWalkError,
     ProcError,
     SelfGroup,
 )
-from lernie_ref.core.ids import parent_of, require_agent_id
+from lernie_ref.core.ids import parent_of
 from lernie_ref.core.record import field, record
 
 STOP_DEADLINE_S = 30.0
@@ -91,6 +90,8 @@ class StopReport:
 
     signalled: list[Holder] = field(default_factory=list)
     killed: list[Holder] = field(default_factory=list)
+    agent: str = ""
+    """The id the stop resolved its argument to (R-ID-6)."""
 
 
 # --------------------------------------------------------------------- pure parts
@@ -369,6 +370,9 @@ def signal_and_wait(
     return alive
 
 
+STOP_REASON = "a stop names an existing agent, by id or unique name (R-ID-6)"
+
+
 def stop(
     ws_root: str | Path,
     agent: str,
@@ -377,19 +381,18 @@ def stop(
     sleep: Callable[[float], None] = time.sleep,
 ) -> StopReport:
     """R-STOP-1, R-STOP-2, R-STOP-3, R-STOP-4,
-    R-STOP-5: stop ``agent``'s executor and every descendant's; guards first.
+    R-STOP-5: stop ``agent``'s executor and every descendant's; guards first (``agent`` is
+    an id or a unique name, resolved as every verb resolves it, R-ID-6).
 
     Discovery is repeated after each wait (at most :data:`MAX_ROUNDS` rounds), so a
     descendant's reply that revived an already-stopped ancestor is stopped too; a
     round that finds nobody new ends the stop.
     """
-    from lernie_ref.substrate.workspace import require_workspace
+    from lernie_ref.substrate.workspace import Workspace
 
-    require_agent_id(agent)
-    ws = require_workspace(ws_root)
-    if not ws.agent_exists(agent):
-        raise BranchMissing(agent)
-    report = StopReport()
+    ws = Workspace(ws_root)
+    agent = ws.resolve_agent(agent, STOP_REASON)
+    report = StopReport(agent=agent)
     signalled_pids: set[int] = set()
     for _ in range(MAX_ROUNDS):
         inboxes = subtree_inboxes(ws.root, agent)

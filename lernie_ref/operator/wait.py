@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lernie_ref.core.actor import run
-from lernie_ref.core.errors import LockError, WaitTimeout
+from lernie_ref.core.errors import LernieError, LockError, WaitTimeout
 from lernie_ref.core.frontmatter import deposit_warrants_launch
+from lernie_ref.operator.driverlog import failed_on, last_log_line
 from lernie_ref.substrate.deposit import pending
 from lernie_ref.substrate.launcher import Launcher
 from lernie_ref.substrate.transcript import load
@@ -46,6 +47,9 @@ POLL_S = 0.05
 class TreeState:
     running: list[str] = field(default_factory=list)
     pending: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    """Agents with mail whose last driver failed after that mail arrived (:func:`failed_on`):
+    nothing will drain it until a touch, so they do not keep the tree busy."""
 
     @property
     def settled(self) -> bool:
@@ -138,17 +142,24 @@ def lock_held(
     return False
 
 
-def _warranted(inbox: Path) -> bool:
+def _warranted(inbox: Path) -> list[float]:
+    """The modification times of the deposits in ``inbox`` that warrant a launch."""
+    times: list[float] = []
     for item in pending(inbox):
         try:
-            body: str | None = item.path.read_bytes().decode("utf-8")
+            data = item.path.read_bytes()
+            when = item.path.stat().st_mtime
         except FileNotFoundError:
             continue
-        except (OSError, UnicodeDecodeError):
+        except OSError:
+            data, when = b"\xff", 0.0
+        try:
+            body: str | None = data.decode("utf-8")
+        except UnicodeDecodeError:
             body = None
         if deposit_warrants_launch(body):
-            return True
-    return False
+            times.append(when)
+    return times
 
 
 def observe(
@@ -157,13 +168,18 @@ def observe(
     """One observation of the tree of ``root`` (``held``: see :func:`lock_held`)."""
     running: list[str] = []
     waiting: list[str] = []
+    failed: list[str] = []
     for agent in tree_of(ws, root):
         if lock_held(ws, agent, held, launcher):
             running.append(agent)
             continue
-        elif _warranted(ws.inbox_dir(agent)):
-            waiting.append(agent)
-    return TreeState(running, waiting)
+        times = _warranted(ws.inbox_dir(agent))
+        if times:
+            if failed_on(ws, agent, max(times)) is not None:
+                failed.append(agent)
+            else:
+                waiting.append(agent)
+    return TreeState(running, waiting, failed)
 
 
 def wait_quiescent(
@@ -174,16 +190,21 @@ def wait_quiescent(
     *,
     sleep: Callable[[float], None] = time.sleep,
     monotonic: Callable[[], float] = time.monotonic,
-) -> None:
-    """Return once the tree of ``root`` is quiescent; :class:`WaitTimeout` after ``timeout_s``."""
+    progress: Callable[[TreeState], None] | None = None,
+) -> TreeState:
+    """Return the last observation once the tree of ``root`` is quiescent (agents whose
+    driver failed on their mail count as quiescent: see :attr:`TreeState.failed`);
+    :class:`WaitTimeout` after ``timeout_s``. ``progress`` sees every observation."""
     deadline = monotonic() + timeout_s
     calm = 0
     readable = proc_locks_usable(ws)
     while True:
         state = observe(ws, root, held_flocks() if readable else None, launcher)
+        if progress is not None:
+            progress(state)
         calm = calm + 1 if state.settled else 0
         if calm >= 2:
-            return
+            return state
         if monotonic() >= deadline:
             logs = [
                 str(ws.driver_log(a))
@@ -209,3 +230,118 @@ def final_response(ws: Workspace, agent: str) -> str | None:
             if not tool_use_ids(blocks):
                 return text_of(blocks)
     return None
+
+
+@dataclass(frozen=True)
+class Casualty:
+    """An agent of the tree that died or gave up, and why (the driver log's line)."""
+
+    agent: str
+    cause: str
+    log: Path
+    guarded: bool = False
+    """The crash-loop guard stopped the scan's revivals of it (R-SCAN-10)."""
+
+
+def casualties(ws: Workspace, root: str, state: TreeState) -> list[Casualty]:
+    """R-LOG-2: the agents of a quiescent tree that died or gave up: mail whose driver
+    failed (:attr:`TreeState.failed`), or work due with no driver, no pending mail and no
+    stop or budget mark at the tip (died mid-work, R-SCAN-4). Read from disk."""
+    from lernie_ref.actors.sweep import mark_value, revivals_at, transcript_due
+    from lernie_ref.core.sweep import REVIVE_LIMIT, Condition, at_rest_mark, condition_of
+    from lernie_ref.core.vocab import MarkKind
+
+    out: list[Casualty] = []
+    for agent in tree_of(ws, root):
+        log = ws.driver_log(agent)
+        if agent in state.failed:
+            try:
+                tip = ws.branch_tip(agent)
+            except LernieError:
+                tip = ""
+            line = last_log_line(ws, agent) or "its driver failed"
+        else:
+            if pending(ws.inbox_dir(agent)):
+                continue
+            try:
+                due = transcript_due(ws, agent)
+                tip = ws.branch_tip(agent)
+                budget = mark_value(ws, MarkKind.BUDGET_EXHAUSTED.value, agent)
+                stopped = mark_value(ws, MarkKind.STOPPED.value, agent)
+            except LernieError:
+                continue
+            at_rest = at_rest_mark(tip, budget, stopped)
+            condition = condition_of(driven=False, pending_count=0, due=due, budget_at_tip=at_rest)
+            if condition is not Condition.DIED_MID_WORK:
+                continue
+            line = last_log_line(ws, agent) or (
+                "its driver ended without a word in its log (killed by a signal?)"
+            )
+        out.append(Casualty(agent, line, log, revivals_at(ws, agent, tip) >= REVIVE_LIMIT))
+    return out
+
+
+class Progress:
+    """What ``--wait`` shows on a terminal while it waits: who is running, how many model
+    calls the tree made and the tokens they reported (R-STATUS-4), at most once a second,
+    on one line that is rewritten in place."""
+
+    def __init__(self, ws: Workspace, root: str, write: Callable[[str], None]) -> None:
+        self._ws = ws
+        self._root = root
+        self._write = write
+        self._tokens: dict[str, int] = {}
+        self._last = 0.0
+        self._shown = False
+
+    def _count(self) -> tuple[int, int]:
+        from lernie_ref.core.frontmatter import parse_entry_name
+
+        calls = 0
+        for agent in tree_of(self._ws, self._root):
+            folder = self._ws.worktree(agent) / "messages"
+            try:
+                names = os.listdir(folder)
+            except OSError:
+                continue
+            for name in names:
+                parsed = parse_entry_name(name)
+                if parsed is None or parsed[2] or parsed[1] == "tool":
+                    continue
+                calls += 1
+                key = f"{agent}/{name}"
+                if key not in self._tokens:
+                    self._tokens[key] = _entry_tokens(folder / name)
+        return calls, sum(self._tokens.values())
+
+    def __call__(self, state: TreeState) -> None:
+        now = time.monotonic()
+        if now - self._last < 1.0:
+            return
+        self._last = now
+        calls, tokens = self._count()
+        running = ", ".join(state.running) or "none"
+        self._write(
+            f"\r\x1b[Kwaiting for {self._root}: running {running}; model calls {calls}; "
+            f"tokens {tokens}"
+        )
+        self._shown = True
+
+    def clear(self) -> None:
+        if self._shown:
+            self._write("\r\x1b[K")
+
+
+def _entry_tokens(path: Path) -> int:
+    import json
+
+    try:
+        parsed: object = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return 0
+    usage = parsed.get("usage") if isinstance(parsed, dict) else None
+    if not isinstance(usage, dict):
+        return 0
+    return sum(
+        v for k, v in usage.items() if k.endswith("_tokens") and type(v) is int and v > 0
+    )

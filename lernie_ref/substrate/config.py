@@ -17,6 +17,8 @@ from pathlib import Path
 
 from lernie_ref.core.errors import ConfigError, ContainmentError
 from lernie_ref.substrate import guarded
+from lernie_ref.substrate.preflight import DEFAULT_TEXT as DEFAULT_TEXT
+from lernie_ref.substrate.preflight import MODELS, unknown_model
 
 CONFIG_FILE = "lernie.toml"
 ENV_PREFIX = "LERNIE_"
@@ -74,37 +76,6 @@ class Config:
     """The ``[openai]`` table (``model = "openai"``)."""
 
 
-DEFAULT_TEXT = """\
-# lernie workspace configuration. Each key can be overridden by the
-# environment variable LERNIE_<KEY> (upper case), e.g. LERNIE_MODEL=command.
-
-# The model adapter: "scripted" (deterministic, no network), "command"
-# (an executable that reads the request as JSON on stdin and answers on stdout),
-# "anthropic" (the Messages API; key in ANTHROPIC_API_KEY) or "openai" (Chat
-# Completions, or any compatible server via OPENAI_BASE_URL; key in OPENAI_API_KEY).
-model = "scripted"
-
-# For model = "command": the command line to run (no shell; split like a shell would).
-model_command = ""
-
-# Model calls an agent may make before it stops with epitaph budget-exhausted.
-step_budget = 100
-
-# Seconds a "command" model may take for one answer; then its process group is
-# killed and the step fails (nothing is committed; the next touch tries again).
-model_timeout = 600.0
-
-# Settings of the provider adapters (all optional), e.g.
-# [anthropic]
-# model = "claude-sonnet-4-5"   # LERNIE_ANTHROPIC_MODEL
-# max_tokens = 4096
-# system_file = "system.md"     # or system = "..."
-# temperature = 0.2
-# timeout = 600.0               # seconds per HTTP attempt
-# max_retries = 5               # on 429, 529, 5xx and broken connections
-# retry_backoff = 1.0           # seconds before the first retry, then doubled
-# [openai] takes the same keys (LERNIE_OPENAI_MODEL, ...).
-"""
 
 
 def write_default(ws: Path) -> Path:
@@ -244,6 +215,10 @@ def load(ws: Path, env: Mapping[str, str]) -> Config:
             values[name] = _check(
                 name, _from_env(name, raw, default), default, ENV_PREFIX + name.upper()
             )
+    model = values.get("model", fields["model"])
+    if model not in MODELS:
+        where = "LERNIE_MODEL" if env.get("LERNIE_MODEL") else str(path)
+        raise ConfigError(f"{where}: {unknown_model(str(model))}")
     for provider in PROVIDERS:
         values[provider] = _provider(provider, table.get(provider, {}), env, path)
     return Config(**values)  # type: ignore[arg-type]

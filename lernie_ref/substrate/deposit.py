@@ -99,14 +99,47 @@ class Pending(tuple[str, int, "Path", str]):
         )
 
 
-def pending(inbox: str | Path, held: int | None = None) -> list[Pending]:
+def writer_pid(name: str) -> int | None:
+    """R-DEP-6: the pid a deposit temp's name carries (``.<sender>-<NNN>.md.<pid>.<12
+    hex>.tmp``), or ``None`` for any other name."""
+    if not (name.startswith(".") and name.endswith(".tmp")):
+        return None
+    parts = name[: -len(".tmp")].rsplit(".", 2)
+    if len(parts) != 3 or not parts[0].endswith(".md"):
+        return None
+    pid, tail = parts[1], parts[2]
+    if not (pid.isdigit() and pid.isascii() and len(tail) == 12):
+        return None
+    if any(c not in "0123456789abcdef" for c in tail):
+        return None
+    return int(pid)
+
+
+def writer_dead(pid: int) -> bool:
+    """Whether no process has ``pid`` (``kill(pid, 0)`` finds none). A reused pid reads as
+    alive: its temp then waits for a later scan."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def pending(
+    inbox: str | Path, held: int | None = None, temps: list[str] | None = None
+) -> list[Pending]:
     """R-DEP-11: every pending deposit of ``inbox``, ordered by ``(mtime_ns, name)``; missing
     dir → ``[]``.
 
     A name that vanishes between the listing and its stat (delivered meanwhile) is
     skipped; an unreadable mtime counts as the epoch, like upstream. ``held``: a
     descriptor of ``inbox`` itself the caller holds (its lock's), listed instead of the
-    path: the same directory, without walking the path again.
+    path: the same directory, without walking the path again. ``temps``: a list that
+    receives the names of writers' temp files met in the same listing (R-DEP-6).
     """
     from pathlib import Path
 
@@ -118,6 +151,8 @@ def pending(inbox: str | Path, held: int | None = None) -> list[Pending]:
     for name in names:
         sender = sender_of(name)
         if sender is None:
+            if temps is not None and name.startswith(".") and name.endswith(".tmp"):
+                temps.append(name)
             continue
         path = Path(inbox) / name
         try:
@@ -211,7 +246,8 @@ def _publish_in(
     seq = next_sequence(names, sender)
     yield Passed(Point.DEPOSIT_LISTED, recipient, deposit_name(sender, seq))
 
-    temp = f".{sender}-{seq_text(seq)}.md.{os.urandom(6).hex()}.tmp"
+    # the writer's pid in the name: the next scan removes a dead writer's temp (R-DEP-6)
+    temp = f".{sender}-{seq_text(seq)}.md.{os.getpid()}.{os.urandom(6).hex()}.tmp"
     try:
         fd = inbox.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     except OSError as exc:  # never unlink a name this writer did not create

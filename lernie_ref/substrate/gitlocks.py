@@ -293,6 +293,110 @@ def clear_stale_locks(
     return removed
 
 
+SHARED_LOCKS: tuple[tuple[str, ...], ...] = (
+    ("objects", "maintenance.lock"),
+    ("packed-refs.lock",),
+    ("config.lock",),
+    ("shallow.lock",),
+    ("gc.log.lock",),
+    ("objects", "info", "commit-graph.lock"),
+    ("objects", "info", "commit-graphs", "commit-graph-chain.lock"),
+    ("objects", "pack", "multi-pack-index.lock"),
+)
+"""R-WS-9: lock files of ``repo.git`` that any git working in the workspace may create
+(automatic maintenance, a ref packed, the configuration, the commit graph), relative to
+``repo.git``. A killed git leaves them; maintenance then silently does nothing and a
+ref update or config write fails on them for good."""
+
+
+def live_git_in(ws_root: Path) -> list[int]:
+    """Pids of live ``git`` processes that may be working in the workspace: one whose
+    working directory is the workspace root or below it (every git call of the protocol
+    runs as ``git -C <dir in the workspace>``, and git's own children inherit that
+    directory), or whose command line names the workspace's ``repo.git``. Zombies are
+    not alive."""
+    root = os.path.realpath(ws_root)
+    repo = os.path.join(root, REPO_DIR).encode("utf-8", "surrogateescape")
+    found: list[int] = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    for pid in entries:
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        comm_end = stat.rfind(b")")
+        comm = stat[stat.find(b"(") + 1 : comm_end]
+        state = stat[comm_end + 2 : comm_end + 3]
+        if not comm.startswith(b"git") or state in (b"Z", b"X"):
+            continue
+        cwd = _proc_cwd(pid)
+        if cwd is not None and (cwd == root or cwd.startswith(root + os.sep)):
+            found.append(int(pid))
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                argv = handle.read().split(b"\0")
+        except OSError:
+            continue
+        if any(repo in arg for arg in argv):
+            found.append(int(pid))
+    return found
+
+
+def clear_shared_locks(
+    ws_root: Path,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    live_users: Callable[[Path], list[int]] = live_git_in,
+) -> list[Path]:
+    """R-WS-9: remove the shared lock files (:data:`SHARED_LOCKS`) a killed git left, when
+    no git works in the workspace. Run by the scan at the start of its pass. With none
+    of the files this is a few ``stat`` calls. With one, a live git in the workspace is
+    waited for (:data:`OWNER_WAIT_PAUSES`; a file its owner removes meanwhile is simply
+    gone); while one still runs after the wait, nothing is removed and no error is
+    raised (the file may be that git's, and a later scan looks again). Returns the files
+    removed."""
+    repo_git = ws_root / REPO_DIR
+    present = [repo_git.joinpath(*parts) for parts in SHARED_LOCKS]
+    present = [p for p in present if os.path.lexists(p)]
+    for pause in (*OWNER_WAIT_PAUSES, None):
+        if not present:
+            return []
+        if not live_users(ws_root):
+            break
+        if pause is None:
+            return []
+        sleep(pause)
+        present = [p for p in present if os.path.lexists(p)]
+    removed: list[Path] = []
+    for path in present:
+        try:  # unlinkat in the directory reached by the guarded walk (R-WS-7)
+            parts = path.relative_to(ws_root).parts
+            with guarded.walk(ws_root, parts[:-1]) as where:
+                where.unlink(parts[-1])
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise StaleLockError(f"remove stale git lock {path}: {io_text(exc)}") from None
+        removed.append(path)
+    return removed
+
+
+def describe_shared(ws_root: Path, removed: list[Path]) -> str:
+    """The one notice line of a scan that removed shared lock files (R-WS-9)."""
+    shown = ", ".join(os.path.relpath(p, ws_root) for p in removed)
+    return (
+        f"removed stale git lock file(s) {shown} left by a killed git; no git was working "
+        "in the workspace (R-WS-9)"
+    )
+
+
 def describe(ws_root: Path, removed: list[Path], agent_id: str) -> str:
     """The one notice line for ``driver.log`` (R-WS-8)."""
     shown = ", ".join(os.path.relpath(p, ws_root) for p in removed)

@@ -25,7 +25,7 @@ from lernie_ref.core.errors import (
     UnknownAgent,
     io_text,
 )
-from lernie_ref.core.ids import is_agent_id
+from lernie_ref.core.ids import is_agent_id, require_agent_id
 from lernie_ref.core.names import AGENT_REF_PREFIX, NAME_FILE, REPO_DIR
 from lernie_ref.substrate import guarded
 
@@ -203,6 +203,16 @@ class Registry:
         if not name:
             return []
         return [i for i in self.agent_ids() if self.agent_name(i) == name]
+
+    def resolve_agent(self, needle: str, reason: str) -> str:
+        """The one resolver of every verb that takes an agent (R-ID-6): the id guard
+        (R-ID-3), an existing id or the one agent wearing the name, the workspace guard
+        (R-WS-2), the existence guard (R-ID-4, declining with ``reason``). Returns the id."""
+        require_agent_id(needle)
+        target = self.resolve_name(needle)
+        self.check_layout()
+        self.require_agent(target, reason)
+        return target
 
     def resolve_name(self, needle: str) -> str:
         """R-ID-6: an existing id wins; else the one agent wearing the name; several → refuse.

@@ -307,6 +307,8 @@ class Workspace(Registry):
             tree.replace(NAME_FILE, pinned_name.encode("utf-8", "surrogateescape"))
 
     def _add_worktree(self, agent_id: str, start: str) -> Path:
+        """``agents/<id>``, checked out *detached* at ``start``: no ref names the agent yet,
+        so nothing of it is visible to name resolution, the registry or a scan (R-WS-4)."""
         worktree = self.worktree(agent_id)
         self.require_free_worktree_path(agent_id)
         self.git.run(
@@ -315,36 +317,124 @@ class Workspace(Registry):
                 "worktree",
                 "add",
                 "-q",
-                "-b",
-                f"agents/{agent_id}",
+                "--detach",
                 str(self._abs / AGENTS_DIR / agent_id),
                 start,
             ],
         )
         return worktree
 
-    def _commit_pinned(self, worktree: Path, subject: str) -> None:
-        """Commit the pinned files (``goal.md``, ``name``) as the agent's dispatch commit."""
+    def _commit_pinned(self, worktree: Path, agent_id: str, subject: str) -> str:
+        """Commit the pinned files (``goal.md``, ``name``) as the agent's creation commit on
+        the detached worktree, then point the worktree's ``HEAD`` at the agent's branch,
+        which does not exist yet (an unborn branch whose index is the commit's tree).
+        Returns the creation commit; :meth:`publish_agent` creates the branch at it."""
         self.git.run(worktree, ["add", "--", GOAL_FILE, NAME_FILE])
         self.git.run(worktree, ["commit", "-q", "--allow-empty", "--no-verify", "-m", subject])
+        sha = self.git.run(worktree, ["rev-parse", "--verify", "HEAD"]).stdout
+        self.git.run(worktree, ["symbolic-ref", "HEAD", AGENT_REF_PREFIX + agent_id])
+        return sha
 
-    def create_root_agent(self, agent_id: str, name: str, goal: str | Spool) -> None:
-        """R-WS-4: branch ``agents/<id>`` from ``config/default``, its worktree, and the
-        ``step 001: dispatch`` commit."""
+    def prepare_root_agent(self, agent_id: str, name: str, goal: str | Spool) -> str:
+        """R-WS-4: a root's worktree forked from ``config/default`` and its ``step 001:
+        dispatch`` commit, not yet published: returns the commit (see :meth:`publish_agent`)."""
         require_agent_id(agent_id)
         worktree = self._add_worktree(agent_id, f"refs/heads/{CONFIG_BRANCH}")
         self._write_pinned(worktree, name, goal)
-        self._commit_pinned(worktree, f"step 001: dispatch [{agent_id}]")
+        return self._commit_pinned(worktree, agent_id, f"step 001: dispatch [{agent_id}]")
 
-    def create_child_agent(self, parent: str, child: str, name: str, goal: str | Spool) -> None:
-        """R-WS-4: fork ``agents/<child>`` from the parent's tip; the dispatch commit drops the
-        inherited ``messages/`` so the child's transcript starts at ``001-<parent>.md``."""
+    def prepare_child_agent(self, parent: str, child: str, name: str, goal: str | Spool) -> str:
+        """R-WS-4: a child's worktree forked from the parent's tip; the creation commit drops
+        the inherited ``messages/`` and replaces ``goal.md`` and ``name``, so the child
+        never wears its parent's name or transcript. Not yet published: returns the commit."""
         require_agent_id(parent)
         require_agent_id(child)
         worktree = self._add_worktree(child, AGENT_REF_PREFIX + parent)
         self.git.run(worktree, ["rm", "-r", "-q", "--ignore-unmatch", "--", "messages"])
         self._write_pinned(worktree, name, goal)
-        self._commit_pinned(worktree, f"dispatch: {CHILD_ROLE} [{child}]")
+        return self._commit_pinned(worktree, child, f"dispatch: {CHILD_ROLE} [{child}]")
+
+    def publish_agent(self, agent_id: str, creation: str) -> None:
+        """R-WS-4, R-PROBE-6: the agent comes into being in one ref update: its branch is
+        created at its creation commit, create-only (``update-ref <ref> <sha> ""`` fails
+        if the ref exists). Before this the agent does not exist; after it, it is whole."""
+        self.git.run(
+            self.repo_git, ["update-ref", AGENT_REF_PREFIX + require_agent_id(agent_id),
+                            creation, ""]
+        )
+
+    def create_root_agent(self, agent_id: str, name: str, goal: str | Spool) -> None:
+        """R-WS-4: :meth:`prepare_root_agent`, then :meth:`publish_agent` (no deposit)."""
+        self.publish_agent(agent_id, self.prepare_root_agent(agent_id, name, goal))
+
+    def create_child_agent(self, parent: str, child: str, name: str, goal: str | Spool) -> None:
+        """R-WS-4: :meth:`prepare_child_agent`, then :meth:`publish_agent` (no deposit)."""
+        self.publish_agent(child, self.prepare_child_agent(parent, child, name, goal))
+
+    def remove_unborn(self, agent_id: str) -> list[str]:
+        """The remains of an agent whose creation never reached :meth:`publish_agent`
+        (R-PROBE-6): its worktree, the worktree's admin directory, a branch lock file a
+        killed ``update-ref`` left, and its inbox directory with what lies in it (its
+        goal's deposit, a writer's temp file) and ``steps/<id>`` (its model record). The
+        caller holds the agent's executor lock and has seen that no ref names the agent.
+        Returns what was removed, relative to the workspace root. Nothing outside
+        ``agents/<id>``, ``repo.git/worktrees/<id>``, the ref lock file, ``steps/<id>`` and
+        ``inbox/<id>`` is touched; a link is removed, never followed.
+        """
+        name = require_agent_id(agent_id)
+        removed: list[str] = []
+        admin = self.repo_git / "worktrees" / name
+        wanted = os.fspath(self._abs / AGENTS_DIR / name / ".git")
+        try:
+            pointed = (admin / "gitdir").read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            pointed = None
+        if pointed == wanted or (admin.is_dir() and pointed is None):
+            _remove_tree(admin)
+            removed.append(f"{REPO_DIR}/worktrees/{name}")
+        for rel, path in (
+            (f"{AGENTS_DIR}/{name}", self.agents_root / name),
+            (f"{INBOX_DIR}/{name}", self.inbox_root / name),
+            (f"{STEPS_DIR}/{name}", self.steps_root / name),  # its model record (R-STEP-9)
+        ):
+            if path.is_symlink() or path.exists():
+                _remove_tree(path)
+                removed.append(rel)
+        lock = self.repo_git / f"{AGENT_REF_PREFIX}{name}.lock"
+        try:
+            lock.unlink()
+            removed.append(f"{REPO_DIR}/{AGENT_REF_PREFIX}{name}.lock")
+        except FileNotFoundError:
+            pass
+        return removed
+
+    def unborn_candidates(self) -> list[str]:
+        """Names under ``agents/`` and ``repo.git/worktrees/`` that no ref names may be the
+        remains of a creation killed before its ref (R-PROBE-6); the caller checks each
+        under its lock. Sorted; only names shaped like minted ids (R-ID-5: a first token
+        ``YYYYMMDDTHHMMSSZ``), so nothing else anyone put there is ever taken for remains."""
+        found: set[str] = set()
+        for where in (self.agents_root, self.repo_git / "worktrees"):
+            try:
+                with os.scandir(where) as it:
+                    found.update(
+                        e.name
+                        for e in it
+                        if is_agent_id(e.name) and is_timestamp_token(e.name.split("-", 1)[0])
+                    )
+            except OSError:
+                continue
+        return sorted(found)
+
+
+def _remove_tree(path: Path) -> None:
+    """Remove ``path`` (a link itself, never its target) and everything below it."""
+    import shutil
+
+    if path.is_symlink() or not path.is_dir():
+        path.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(path)
 
 
 def _is_utf8(text: str) -> bool:

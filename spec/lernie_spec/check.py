@@ -322,6 +322,7 @@ SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {
     "code-mutants": _code_mutants,
     "audit": _kit("audit"),
     "conform": _kit("conform"),
+    "serve-model": _kit("serve-model"),
 }
 
 

@@ -56,6 +56,17 @@ VARIANTS: tuple[Variant, ...] = (
        scan_revival=False),
 )
 
+# ---------------------------------------------------------------------------------------
+# Profiles measured on a real binary (docs/upstream.md, "Prediction against reality"): what
+# the conformance kit found the shipped program doing that its profile above did not
+# predict. Each row is the profile plus the measured difference, with its own trace.
+MEASURED: tuple[Variant, ...] = (
+    _v("lernie-0.0.11-measured", ("I-5", "I-12", "I-13", "I-20"),
+       "lernie 0.0.11 as the kit measured it: the profile, and its scan revives nobody (D-24)",
+       create_only=False, reply_debt=False, stop_cascade=False, scan_revival=False),
+)
+VARIANTS += MEASURED
+
 BY_NAME = {v.name: v for v in VARIANTS}
 
 

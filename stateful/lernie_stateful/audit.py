@@ -37,6 +37,10 @@ marks      ``returned`` is the ``terminal_ref`` of the sender's newest result
            (R-DEP-8, I-14); every mark names a commit of its agent
 residue    torn or stray files: temp files, staging files, uncommitted entries,
            inboxes and marks with no agent (debris)
+names      every creation commit holds ``goal.md`` and ``name``; no two agents wear one
+           name, so every name resolves (R-ID-6, R-ID-8); every agent's goal was sent:
+           a deposit from its creator with ``goal.md``'s bytes is pending for it or
+           delivered to it (R-WS-4, R-PROBE-5/6: no goal-less agent nobody reports)
 =========  =====================================================================
 
 A *violation* is something no run of a correct implementation leaves behind,
@@ -78,8 +82,12 @@ class Layout:
     agent_ref_prefix: str = "refs/heads/agents/"
     mark_ref_prefix: str = "refs/lernie/"
     staging: str = "staging.json"
+    goal: str = "goal.md"
+    name: str = "name"
     user: str = "user"
     tool_origin: str = "tool"
+    model_origin: str = "scripted"  # the origin of the kit model's entries (NNN-<origin>.json)
+    other_marks: tuple[str, ...] = ()  # mark kinds beyond R-WS-5 the implementation keeps
 
 
 OBITUARIES = frozenset({"stopped", "budget-exhausted", "died"})
@@ -443,6 +451,7 @@ class Auditor:
                                             f"{e.commit[:12]} {self.lay.messages}/{e.name}", True))
             self._strays(a)
         self._inboxes()
+        self._names()
         self._residue()
         self._deliveries()
         self._results_and_marks()
@@ -633,6 +642,8 @@ class Auditor:
         root = self.ws / self.lay.inbox
         try:
             dirs = sorted(os.listdir(root))
+        except FileNotFoundError:
+            return  # nothing pending: an implementation may make the inbox root lazily
         except OSError as exc:
             rep.add("violation", "residue", "R-WS-1", None, f"cannot list the inbox root: {exc}",
                     self.lay.inbox)
@@ -670,6 +681,42 @@ class Auditor:
                             f"deposit named for sender {parsed[0]!r} says from: "
                             f"{dep.get('from')!r}", rel)
                 self.copies.append(Copy(d, parsed[0], data, rel, False))
+
+    def _names(self) -> None:
+        """R-WS-4, R-ID-6, R-ID-8, R-PROBE-5/6: names unique, goals sent, pinned files there."""
+        rep = self.report
+        worn: dict[str, list[str]] = defaultdict(list)
+        for a in self.agents.values():
+            if a.name:
+                worn[a.name].append(a.id)
+        for name, ids in sorted(worn.items()):
+            if len(ids) > 1:
+                rep.add("violation", "names", "R-ID-6, R-ID-8", None,
+                        f"the name {name!r} is worn by {len(ids)} agents ({', '.join(ids)}): "
+                        "it resolves to none of them")
+        made = [a for a in self.agents.values() if a.history]
+        pinned = self.git.blobs([f"{a.history[0]}:{f}" for a in made
+                                 for f in (self.lay.goal, self.lay.name)])
+        for a in made:
+            creation = a.history[0]
+            goal = pinned.get(f"{creation}:{self.lay.goal}")
+            if pinned.get(f"{creation}:{self.lay.name}") is None or goal is None:
+                rep.add("violation", "names", "R-WS-4", a.id,
+                        f"the creation commit lacks {self.lay.goal} or {self.lay.name}",
+                        creation[:12])
+                continue
+            creator = parent_of(a.id) or self.lay.user
+            text = goal.decode("utf-8", "replace")
+            sent = any(
+                c.recipient == a.id and c.sender == creator
+                and isinstance(dep := read_deposit(c.data), Deposit) and dep.body == text
+                for c in self.copies
+            )
+            if not sent:
+                rep.add("violation", "names", "R-PROBE-5, R-PROBE-6", a.id,
+                        f"its goal was never sent: no deposit from {creator} with the bytes of "
+                        f"its {self.lay.goal} is pending for it or delivered to it",
+                        creation[:12])
 
     def _residue(self) -> None:
         """D-16: a staging file left by a driver that died before the rename."""
@@ -885,6 +932,8 @@ class Auditor:
         for ref, commit in sorted(marks.items()):
             kind, _, agent = ref[len(self.lay.mark_ref_prefix):].partition("/")
             a = self.agents.get(agent)
+            if kind in self.lay.other_marks and a is not None:
+                continue  # the implementation's own kind of mark: nothing SPEC judges
             if a is None or kind not in MARK_KINDS:
                 rep.add("note", "marks", "R-WS-5", agent or None,
                         f"mark {ref} names no agent or an unknown kind (debris)", ref)
@@ -923,9 +972,21 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--strict", action="store_true",
                         help="count notes (crash residue) as violations: for a workspace run "
                              "without crashes and now quiescent")
+    parser.add_argument("--impl", metavar="ADAPTER",
+                        help="read the workspace with the layout names of this conformance "
+                             "adapter (an installed name or a TOML file), for a workspace "
+                             "another implementation left")
     args = parser.parse_args(argv)
     try:
-        report = audit(args.workspace)
+        layout = None
+        if args.impl:
+            from lernie_stateful.conform.adapter import AdapterError, layout_of
+
+            try:
+                layout = layout_of(args.impl)
+            except AdapterError as exc:
+                raise AuditError(str(exc)) from None
+        report = audit(args.workspace, layout)
     except AuditError as exc:
         print(f"lernie-check audit: {exc}", file=sys.stderr)
         return 1

@@ -197,10 +197,10 @@ MUTANTS: tuple[Mutant, ...] = (
          tests("tests/adapters"))),
     Mutant(
         "stop-unknown-agent-text", "lernie_ref/core/errors.py",
-        'super().__init__(f"branch {debug_quote(agent_id)} does not exist in repo")',
-        'super().__init__(f"agent {debug_quote(agent_id)} does not exist")',
-        "R-STOP-1", "`lernie stop` of an unknown agent words its error its own way (upstream's "
-        "text is exact)",
+        'f"no agent {debug_quote(agent_id)} in this workspace — {reason}; no agent has "',
+        'f"agent {debug_quote(agent_id)} does not exist — {reason}; no agent has "',
+        "R-STOP-1", "`lernie stop` of an unknown agent words its error its own way (the "
+        "text every verb shares is exact, R-ID-6)",
         (Check("kit", ("-k", "stop")),)),
     Mutant(
         "one-retry-too-many", "lernie_ref/adapters/provider.py",

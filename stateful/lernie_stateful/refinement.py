@@ -52,7 +52,7 @@ from lernie_spec.properties import state_violations
 
 from lernie_ref.actors.hop import HopDeps, HopResult, Outcome, hop_actor
 from lernie_ref.actors.sweep import scan_actor
-from lernie_ref.actors.writer import message_actor, prompt_actor
+from lernie_ref.actors.writer import dispatch_actor, message_actor, prompt_actor
 from lernie_ref.adapters import ModelReply, ModelRequest
 from lernie_ref.core.actor import Actor, Passed
 from lernie_ref.core.clock import FixedClock
@@ -178,6 +178,7 @@ class RealActor:
     stop: bool = False
     points: list[Passed] = field(default_factory=list)
     merging: frozenset[str] = frozenset()  # points matched together with the next ones
+    creating: bool = False  # between dispatch.locked and dispatch.created (see CREATION)
 
 
 def _open_fds() -> set[int]:
@@ -663,6 +664,11 @@ class World:
         what = f"{name} by actor {act.key} ({act.kind} of {M.name(act.agent)})"
         if name in UNCHECKED:
             return
+        if _creation_point(act, name):
+            self._check(list(self.models), what, self.models)  # nothing visible yet
+            return
+        if name == Point.DISPATCH_CREATED:
+            name = Point.DEPOSIT_PUBLISHED  # the model's publication (see CREATION)
         if act.merging or (act.stop and name == Point.TRANSCRIPT_RENAMED):
             # A stopped executor's tool result: the model lands it, sets the stopped mark
             # and turns to its obituary in one step (R-STOP-6, `_terminate`); the real
@@ -827,6 +833,7 @@ class World:
 
         self.trace.append("scan: lernie scan")
         run(scan_actor(self.ws, self.launcher, self.clock))
+        no_remains(self.ws)
         cands = []
         for st, ids in self.models:
             for _, s1 in M.ext_scan(st, M.Profile(), SCOPE):
@@ -915,6 +922,69 @@ class World:
                 # it (R-SCAN-10 revives it, the revived hop does it)
                 out.append(f"{M.name(a)} has work due and no driver")
         return out
+
+
+# ------------------------------------------------------------ killed creations (R-PROBE-6)
+
+CREATION: tuple[str, ...] = (
+    Point.DISPATCH_LOCKED, Point.DISPATCH_PREPARED, Point.DEPOSIT_LISTED,
+    Point.DEPOSIT_TEMP_WRITTEN, Point.DEPOSIT_COLLIDED, Point.DEPOSIT_PUBLISHED,
+)
+"""A creation's points (``lernie prompt``, ``lernie dispatch``, the ``dispatch`` tool)
+before its commit point, the create-only ref update (R-WS-4, R-PROBE-6). No ref names
+the new agent yet, so nothing any reader sees has changed: each must stutter, and a
+crash at any of them must leave the abstract state as it was (the remains, a worktree
+and an inbox no ref names, are removed by the next scan, R-SCAN-12, checked by
+``no_remains``). ``dispatch.created`` is the model's publication of the goal: the model
+creates the agent and deposits in one writer's steps, the code makes both visible in
+one ref update. A crash after it is a writer's crash between publication and probe."""
+
+
+def _creation_point(act: RealActor, name: str) -> bool:
+    """Whether ``name``, passed by ``act``, is a point of a creation before its commit point."""
+    if name == Point.DISPATCH_LOCKED:
+        act.creating = True
+    elif name == Point.DISPATCH_CREATED:
+        act.creating = False
+    return act.creating and name in CREATION
+
+
+def no_remains(ws: Workspace) -> None:
+    """After a scan: no worktree or worktree admin directory is left that no ref names
+    (R-SCAN-12), whatever creations were killed before."""
+    refs = read_refs(ws.repo_git, (AGENT_REF_PREFIX,))
+    ids = {r[len(AGENT_REF_PREFIX):] for r in refs}
+    for where in (ws.agents_root, ws.repo_git / "worktrees"):
+        left = sorted(set(os.listdir(where)) - ids) if where.is_dir() else []
+        if left:
+            raise Divergence(f"the scan left the remains of killed creations in {where}: {left}")
+
+
+def killed_dispatch(world: World, parent: int, at: str) -> None:
+    """`lernie dispatch` of a child of ``parent`` by the operator, SIGKILLed right after
+    it passes ``at``, a point before its commit point: every point and the crash must
+    leave the abstract state unchanged (no model step: nothing was created)."""
+    aid = world.ids[parent]
+    assert aid is not None
+    gen: Actor[object] = dispatch_actor(world.ws, aid, "killed goal", "", world.launcher,
+                                        world.clock)
+    _bury(gen)
+    world.trace.append(f"-:creator[{M.name(parent)}] lernie dispatch (killed at {at})")
+    fds: set[int] = set()
+    for _ in range(20):
+        before = _open_fds()
+        point = next(gen)
+        fds |= _open_fds() - before
+        world.trace.append(f"-:creator[{M.name(parent)}] {point.name} {point.detail}")
+        world._check(list(world.models), f"{point.name} of a dispatch", world.models)
+        if point.name == at:
+            break
+    for fd in sorted(fds):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    world.trace.append(f"-:creator[{M.name(parent)}] CRASH")
+    world._check(list(world.models), "crash of a dispatch before its commit point",
+                 world.models)
 
 
 # ------------------------------------------------------------ the machine
@@ -1235,3 +1305,18 @@ class RefinementMachine(RuleBasedStateMachine):
         a = data.draw(hst.sampled_from(range(len(SCOPE.parents))), label="agent")
         self.world.model.queue.pop(a, None)
         self._script(data, a, 1)
+
+    # -------------------------------------------------------- killed creations (R-PROBE-6)
+
+    @precondition(lambda self: bool(self.world.ids[0])
+                  and AGENT_REF_PREFIX + str(self.world.ids[0]) in read_refs(
+                      self.world.ws.repo_git, (AGENT_REF_PREFIX,)))
+    @rule(data=hst.data())
+    def killed_dispatch(self, data: hst.DataObject) -> None:
+        """`lernie dispatch` of a child of P killed at one of its points before its commit
+        point (``CREATION``): nothing is seen to change, and the next scan removes the
+        remains (``no_remains``). A prompt of the root is crashed at the same points by the
+        ``crash`` rule (``CRASH_AT`` holds every point)."""
+        at = data.draw(hst.sampled_from([p for p in CREATION if p != Point.DEPOSIT_COLLIDED]),
+                       label="killed at")
+        killed_dispatch(self.world, 0, at)

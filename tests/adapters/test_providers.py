@@ -15,6 +15,8 @@ import pytest
 from conftest import run_cli, wait_quiescent
 from driver.util import lock_is_free, names
 
+from lernie_ref.inbox import RecordingLauncher, cli_prompt
+from lernie_ref.substrate.preflight import write_record
 from lernie_ref.substrate.workspace import Workspace
 
 from .dialects import DIALECTS, KEY, Dialect, transcript_files
@@ -232,9 +234,9 @@ def test_r_step_8_no_key_unknown_setting_missing_extra_fail_before_any_call(
 
     with serving(respond) as stub:
         env = dialect.env(stub.url)
-        root = run_cli(["prompt", str(ws.root), "hello"], {**env, "LERNIE_MODEL": "scripted"})
-        agent = root.stdout.strip()
-        wait_quiescent(ws)
+        # an agent of this model (R-STEP-9) whose first hop is still to be run, by hand
+        agent = cli_prompt(ws, "hello", "", RecordingLauncher())
+        write_record(str(ws.root), agent, {"model": dialect.name})
         cases = [
             ({**env, dialect.key_var: ""}, "", f"needs an API key: set {dialect.key_var}"),
             (
@@ -255,8 +257,6 @@ def test_r_step_8_no_key_unknown_setting_missing_extra_fail_before_any_call(
         )
         for case_env, toml, expected in cases:
             (ws.root / "lernie.toml").write_text(toml)
-            run_cli(["message", str(ws.root), agent, "again"], {"LERNIE_MODEL": "scripted"})
-            wait_quiescent(ws)
             proc = run_cli(["advance", str(ws.root), agent], case_env)
             assert proc.returncode == 1
             assert proc.stderr.startswith("lernie advance: ") and proc.stderr.count("\n") == 1

@@ -160,3 +160,24 @@ def test_audit_not_a_workspace_is_one_line_exit_1(tmp_path: Path) -> None:
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     assert proc.returncode == 1 and proc.stdout == ""
     assert proc.stderr.startswith("lernie-check audit: ") and proc.stderr.count("\n") == 1
+
+
+def test_audit_names_a_goal_less_child_and_a_name_worn_twice(tmp_path: Path) -> None:
+    """R-PROBE-6, R-ID-6/8: a child whose goal was never deposited (a dispatch killed
+    between its branch and its deposit, in the old order) and a name two agents wear
+    (a child branched from its parent and killed before its own commit) are violations
+    of the ``names`` check; the clean workspace above shows none."""
+    from lernie_ref.inbox import RecordingLauncher, cli_prompt
+    from lernie_ref.substrate.workspace import create_workspace
+
+    made = create_workspace(tmp_path / "ws")
+    lead = cli_prompt(made, "lead", "lead", RecordingLauncher())
+    assert [f for f in violations(made.root) if f.check == "names"] == []
+    goal_less = f"{lead}-20260101T000000Z-00000001"
+    made.create_child_agent(lead, goal_less, "kid", "never sent")
+    found = only(violations(made.root), "names")
+    assert found.agent == goal_less and "never sent" in found.message
+    twin = f"{lead}-20260101T000000Z-00000002"
+    git(made.repo_git, "update-ref", f"refs/heads/agents/{twin}", f"agents/{lead}")
+    worn = [f for f in violations(made.root) if f.check == "names" and f.agent is None]
+    assert worn and "'lead' is worn by 2 agents" in worn[0].message

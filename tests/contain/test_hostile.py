@@ -145,8 +145,8 @@ def test_r_step_6_a_hostile_lernie_toml_fails_the_hop_with_one_line(
     tmp_path: Path, case: str
 ) -> None:
     world = make_world(tmp_path)
+    _pending_message(world)  # before: `lernie message` refuses a bad configuration (R-CLI-8)
     (world.ws.root / "lernie.toml").write_bytes(CONFIGS[case])
-    _pending_message(world)
     one_line(cli("advance", str(world.ws.root), world.root), "advance")
     assert _still_pending(world) or case == "missing command"
     assert snapshot(world.outside)["contents"] == {}  # type: ignore[index]
@@ -154,9 +154,9 @@ def test_r_step_6_a_hostile_lernie_toml_fails_the_hop_with_one_line(
 
 def test_r_step_6_a_directory_as_lernie_toml_is_one_line(tmp_path: Path) -> None:
     world = make_world(tmp_path)
+    _pending_message(world)  # before: `lernie message` refuses a bad configuration (R-CLI-8)
     os.unlink(world.ws.root / "lernie.toml")
     (world.ws.root / "lernie.toml").mkdir()
-    _pending_message(world)
     assert "lernie.toml" in one_line(cli("advance", str(world.ws.root), world.root), "advance")
     assert _still_pending(world)
 

@@ -10,6 +10,7 @@ running both commands from there adds about five more, so both run by default.
 from __future__ import annotations
 
 import configparser
+import json
 import os
 import shutil
 import subprocess
@@ -172,3 +173,40 @@ def test_r_cli_5_the_installed_lernie_message_loads_none_of_the_heavy_modules(
     assert proc.returncode == 1
     assert proc.stderr.startswith(f'lernie message: no agent "{ghost}"')
     assert proc.stderr.count("\n") == 1 and proc.stderr.endswith("\n")
+
+
+def test_the_upstream_adapter_and_its_predictions_are_installed(installed: Path,
+                                                                tmp_path: Path) -> None:
+    """`--impl upstream-lernie-0.0.11` and `--programs lernie-0.0.11` resolve in a regular
+    install; without the binary the adapter says in one line where it must be, and with it
+    (the archive beside the repository) the installed kit prints a scorecard."""
+    import hypothesis
+
+    env = {k: v for k, v in os.environ.items() if k != "LERNIE_UPSTREAM_DIR"}
+    # The install is --no-deps: the kit's one dependency (hypothesis, the `test` extra) comes
+    # from this interpreter; the package itself is the installed wheel's.
+    env["PYTHONPATH"] = str(Path(hypothesis.__file__).parents[1])
+    check = [str(installed / "lernie-check"), "conform", "--impl", "upstream-lernie-0.0.11"]
+    proc = subprocess.run(check, cwd=tmp_path, capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("lernie-check conform: adapter upstream-lernie-0.0.11: set "
+                                  "LERNIE_UPSTREAM_DIR to the unpacked lernie-0.0.11 "
+                                  "directory"), proc.stderr
+    listing = subprocess.run(
+        [str(installed / "python"), "-c", "from importlib import resources; "
+         "r = resources.files('lernie_stateful.conform'); "
+         "print(sorted(p.name for d in ('adapters', 'predictions') "
+         "for p in r.joinpath(d).iterdir()))"],
+        cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    assert "'upstream-lernie-0.0.11.toml'" in listing and "'lernie-0.0.11.toml'" in listing
+    tarball = Path(os.environ.get("LERNIE_UPSTREAM_TARBALL", ROOT.parent / "shared" / "upstream"
+                                  / "lernie-0.0.11-linux-x86_64.tar.gz"))
+    if not tarball.is_file():
+        return
+    subprocess.run(["tar", "-xzf", str(tarball), "-C", str(tmp_path)], check=True)
+    env["LERNIE_UPSTREAM_DIR"] = str(tmp_path / "lernie-0.0.11")
+    proc = subprocess.run([*check, "-k", "declines", "--json"], cwd=tmp_path,
+                          capture_output=True, text=True, env=env, timeout=300)
+    card = json.loads(proc.stdout)
+    assert (card["passed"], card["applicable"]) == (2, 2), proc.stdout

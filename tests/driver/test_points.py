@@ -113,10 +113,12 @@ def test_r_probe_1_probe_points(ws: Workspace) -> None:
 
 def contested(ws: Workspace, actor: Actor[object], sender: str) -> frozenset[str]:
     """R-DEP-6, R-PROBE-1: between the writer's listing and its link the same sender's next
-    name is taken, and by the probe a driver holds the new agent's lock."""
+    name is taken, and by the probe (the creator released the new agent's lock once its
+    branch was made, R-PROBE-6) a driver holds the new agent's lock."""
     stepper: Stepper[object] = Stepper(actor)
     agent = stepper.run_to(Point.DEPOSIT_LISTED).agent
     deposit(ws.root, agent, sender, "first")
+    stepper.run_to(Point.DISPATCH_CREATED)
     with held(ws, agent):
         stepper.finish()
     return names(stepper)
@@ -162,9 +164,9 @@ def test_r_tr_3_transcript_entry_points(ws: Workspace) -> None:
 
 def test_r_scan_1_scan_points(ws: Workspace) -> None:
     """One pass over a workspace with a driven agent, a dead child, an agent with no inbox,
-    fresh mail and debris passes only documented points and reaches every one of them but
-    ``scan.resent`` and ``deposit.collided`` (races of their own: tests/fault and
-    test_r_dep_6_deposit_points)."""
+    fresh mail, debris and the remains of a creation killed before its ref passes only
+    documented points and reaches every one of them but ``scan.resent`` and
+    ``deposit.collided`` (races of their own: tests/fault and test_r_dep_6_deposit_points)."""
     launcher = RecordingLauncher()
     clock = SystemClock()
     root = cli_prompt(ws, "lead", "", launcher)
@@ -174,6 +176,7 @@ def test_r_scan_1_scan_points(ws: Workspace) -> None:
     busy = cli_prompt(ws, "busy", "", launcher)
     ws.create_root_agent("20260101T000000Z-0000000e", "quiet", "no inbox yet")
     deposit(ws.root, "20260101T000000Z-0000dead", "user", "for nobody")  # debris
+    ws.prepare_root_agent("20260101T000000Z-0000000f", "", "killed")  # never published
     with held(ws, busy):
         seen = finish(scan_actor(ws, launcher, clock))
     points, always = documented(scan_actor)

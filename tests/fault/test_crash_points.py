@@ -39,7 +39,7 @@ from lernie_stateful.audit import audit
 
 from lernie_ref.actors.hop import HopResult, Outcome, hop_actor
 from lernie_ref.actors.sweep import scan_actor
-from lernie_ref.actors.writer import message_actor
+from lernie_ref.actors.writer import dispatch_actor, message_actor
 from lernie_ref.core.actor import Actor, Stepper, run
 from lernie_ref.core.clock import SystemClock
 from lernie_ref.core.frontmatter import split_frontmatter
@@ -86,7 +86,8 @@ class CutGit:
 def _die_inside_commit(git: SubprocessGit, worktree: Path, how: str, args: Sequence[str]) -> None:
     """Leave what the git commit ``args`` killed at that moment leaves, then die."""
     admin = Path(git.run(worktree, ["rev-parse", "--absolute-git-dir"]).stdout)
-    ref = git.run(worktree, ["symbolic-ref", "HEAD"]).stdout
+    on = git.run(worktree, ["symbolic-ref", "-q", "HEAD"], check=False)
+    ref = on.stdout if on.returncode == 0 else None  # None: a creation's detached commit
     common = Path(git.run(worktree, ["rev-parse", "--git-common-dir"]).stdout)
     common = common if common.is_absolute() else (worktree / common).resolve()
     if how == "index-lock-only":
@@ -96,7 +97,8 @@ def _die_inside_commit(git: SubprocessGit, worktree: Path, how: str, args: Seque
         sha = git.run(worktree, ["commit-tree", tree, "-p", "HEAD", "-m", "x"]).stdout
         shutil.copyfile(admin / "index", admin / "index.lock")
         (admin / "HEAD.lock").write_text(sha + "\n")
-        (common / f"{ref}.lock").write_text(sha + "\n")
+        if ref is not None:
+            (common / f"{ref}.lock").write_text(sha + "\n")
     else:  # the commit happened, but git died before renaming its index lock into place
         git.run(worktree, args, check=False)  # the real commit, its own subject
         shutil.copyfile(admin / "index", admin / "index.lock")
@@ -168,6 +170,24 @@ def setup_dead_child(ws: Workspace) -> World:
     return world
 
 
+def setup_lead(ws: Workspace) -> World:
+    """A named root at rest, about to dispatch (R-PROBE-6)."""
+    root = cli_prompt(ws, "lead", "lead", RecordingLauncher())
+    drive(ws, root)
+    return World(ws, [root], ["lead"])
+
+
+def setup_lead_dispatching(ws: Workspace) -> World:
+    """A named root whose next hop calls the `dispatch` tool (R-STEP-7)."""
+    return World(ws, [cli_prompt(ws, "@dispatch name=kid tool goal", "lead",
+                                 RecordingLauncher())], [])
+
+
+def seq_dispatch(ws: Workspace, world: World, cut: Cut) -> None:
+    _step(dispatch_actor(ws, world.agents[0], "dispatched goal", "kid", RecordingLauncher(),
+                         SystemClock()), cut)
+
+
 def seq_deposit(ws: Workspace, world: World, cut: Cut) -> None:
     _step(
         message_actor(ws, world.agents[0], "late mail", "user", RecordingLauncher(), SystemClock()),
@@ -194,6 +214,10 @@ SEQUENCES: dict[str, tuple[Setup, Sequence_, list[str]]] = {
     "result-deposit": (setup_family, seq_hop(1), []),
     "crash-settlement": (setup_open_window, seq_hop(0), []),
     "sweep-obituary": (setup_dead_child, seq_scan, []),
+    # R-PROBE-6: a dispatch (its creation, its goal, its ref: the commit point), by the
+    # operator and by a driver's tool; the child is followed by ``creations_settled``
+    "dispatch": (setup_lead, seq_dispatch, []),
+    "dispatch-tool": (setup_lead_dispatching, seq_hop(0), []),
 }
 
 
@@ -260,10 +284,42 @@ def one_commit_per_entry(ws: Workspace, agent: str, label: str) -> None:
         assert len(added) == 1 and len(changes) == 1, (label, subject, changes)
 
 
+def creations_settled(ws: Workspace, label: str) -> None:
+    """R-PROBE-6, R-SCAN-12: after the touch no remains of a killed creation are left (a
+    worktree or worktree admin directory no ref names, an unregistered inbox holding
+    anything); every named agent answers to its name alone; every child's first entry is
+    its goal from its parent, once; nobody ever received a `died` from a child that was
+    never started."""
+    ids = ws.agent_ids()
+    assert sorted(os.listdir(ws.agents_root)) == ids, label
+    assert sorted(os.listdir(ws.repo_git / "worktrees")) == ids, label
+    for name in os.listdir(ws.inbox_root):
+        assert name in ids or os.listdir(ws.inbox_root / name) == [], (label, name)
+    for agent in ids:
+        name = ws.agent_name(agent)
+        if name:
+            assert ws.resolve_name(name) == agent, (label, name)
+        parent = agent.rsplit("-", 2)[0] if agent.count("-") >= 3 else None
+        if parent is not None:
+            first = ws.worktree(agent) / "messages" / f"001-{parent}.md"
+            goal = (ws.worktree(agent) / "goal.md").read_text()
+            assert split_frontmatter(first.read_text())[1] == goal, label
+        places = [ws.worktree(agent) / "messages" / n
+                  for n in os.listdir(ws.worktree(agent) / "messages") if n.endswith(".md")]
+        places += [m.path for m in pending(ws.inbox_dir(agent))]
+        for place in places:
+            head = place.read_text().split("\n---\n", 1)[0]
+            if "\nepitaph: died" in head:  # a `died` only from a child that did work
+                sender = head.split("from: ", 1)[1].split("\n", 1)[0]
+                assert sender in ids and os.listdir(ws.worktree(sender) / "messages"), (
+                    label, place)
+
+
 def check(world: World, published: set[str], label: str) -> None:
     ws = world.ws
+    creations_settled(ws, label)
     bodies: list[str] = []
-    for agent in world.agents:
+    for agent in ws.agent_ids():  # a dispatch's child too, once it exists
         names = sorted(os.listdir(ws.worktree(agent) / "messages"))
         assert not [n for n in names if n.startswith(".") or ".tmp" in n], label
         seqs = sorted(int(n.split("-", 1)[0]) for n in names)
@@ -293,7 +349,7 @@ def check(world: World, published: set[str], label: str) -> None:
 
 def at_rest(world: World, label: str) -> None:
     """No agent is left with work due: each one's newest entry is a final model answer."""
-    for agent in world.agents:
+    for agent in world.ws.agent_ids():
         tail = os.listdir(world.ws.worktree(agent) / "messages")
         newest = max(tail, key=lambda n: int(n.split("-", 1)[0]))
         assert newest.endswith(".json") and "tool" not in newest, (label, newest)
@@ -302,7 +358,7 @@ def at_rest(world: World, label: str) -> None:
 def drivable(world: World, label: str) -> None:
     """Every agent answers a new message, with no hand repair."""
     inline = Inline(world.ws)
-    for agent in world.agents:
+    for agent in world.ws.agent_ids():
         cli_message(world.ws, agent, f"ping {label}", "user", inline.launcher)
     assert inline.settle(max_hops=100)
     at_rest(world, label)

@@ -35,26 +35,26 @@ def not_a_component(agent: str) -> str:
     quoted = agent.replace("\\", "\\\\").replace('"', '\\"')
     return (
         f'agent id "{quoted}" is not a single path component — an agent id is its branch name, '
-        "the hyphenated descent `<a>-<b>-…` (ARCH §2.3); pass the id exactly as "
+        "the hyphenated descent `<a>-<b>-…` (R-ID-3); pass the id exactly as "
         "`lernie prompt` / `lernie dispatch` printed it"
     )
 
 
 def not_a_workspace(path: Path) -> str:
-    return f"{path} is not a workspace (no repo.git) — create one with `lernie new` (ARCH §2.2)"
+    return f"{path} is not a workspace (no repo.git) — create one with `lernie new` (R-WS-2)"
 
 
 def no_agent(agent: str, reason: str) -> str:
     return (
-        f'no agent "{agent}" in this workspace — {reason}; check the id against the '
-        "workspace's `agents/*` refs, or start an agent with `lernie prompt` / `lernie dispatch`"
+        f'no agent "{agent}" in this workspace — {reason}; no agent has that id or wears '
+        "that name: `lernie status <ws>` lists every agent with its name, `lernie prompt` / "
+        "`lernie dispatch` start one"
     )
 
 
-MESSAGE_REASON = "a message is addressed to an existing agent, by id or unique name (ARCH §2.11)"
+MESSAGE_REASON = "a message is addressed to an existing agent, by id or unique name (R-ID-6)"
 DISPATCH_REASON = (
-    "a dispatch forks a child of an existing agent (ARCH §2.3: the `agents/*` refs are the "
-    "registry)"
+    "a dispatch forks a child of an existing agent, named by id or unique name (R-ID-6)"
 )
 
 
@@ -357,7 +357,7 @@ def test_r_id_6_message_declines_an_ambiguous_name(
         cli("message", str(ws.root), "twin", "x"),
         "message",
         f'agent name "twin" is ambiguous in this workspace — it is worn by {first}, {second}; '
-        "address the one you mean by its agent id (ARCH §2.11)",
+        "address the one you mean by its agent id (R-ID-6)",
     )
     assert snapshot(ws.root) == before and cli.launches == []
 
@@ -379,8 +379,8 @@ def test_r_ws_2_message_declines_a_non_workspace_and_the_old_layout(
         f"{old} uses the retired per-conversation layout (a `root/` primary worktree with "
         "control files at the repo root); the current layout is one repo per workspace — "
         "`<workspace>/repo.git` (bare) with `config/*` branches and `agents/*` refs "
-        "(ARCH §2.2). Pre-v1 clean break (§10): no migration — create a fresh workspace "
-        "with `lernie new` and re-author its config",
+        "(R-WS-1, R-WS-2). There is no migration: create a fresh workspace with "
+        "`lernie new` and re-author its config",
     )
     assert snapshot(tmp_path) == before and cli.launches == []
 

@@ -186,3 +186,37 @@ def test_r_cli_5_the_plain_form_hands_on_the_arguments_unchanged() -> None:
         "boss",
         "",
     )
+
+
+def test_r_cli_8_an_edited_configuration_is_parsed_once_then_known_by_its_identity(
+    ws: Workspace, fixed_clock: FixedClock
+) -> None:
+    """R-CLI-5 with R-CLI-8: a ``lernie.toml`` that is not ``lernie new``'s text is parsed by
+    the first message; the next ones know it by its identity and load no ``tomllib``; any
+    edit is parsed again (a bad one refused, nothing deposited)."""
+    agent = add_root(ws, fixed_clock, name="boss")
+    config = ws.root / "lernie.toml"
+    config.write_text(config.read_text().replace("step_budget = 100", "step_budget = 50"))
+    lock = try_acquire(ws.inbox_dir(agent))  # busy: no driver is launched
+    assert lock is not None
+    try:
+
+        def probe() -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [sys.executable, "-S", "-c", PROBE, str(ROOT), str(ws.root), agent],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+
+        first = probe()
+        assert first.returncode == 0, first.stderr
+        assert "tomllib" in first.stdout  # parsed once
+        second = probe()
+        assert second.returncode == 0 and second.stdout == "[]\n"
+        config.write_text(config.read_text() + 'modle = "command"\n')
+        third = probe()
+        assert third.returncode != 0 and "unknown key 'modle'" in third.stderr
+    finally:
+        lock.release()
+    assert sorted(os.listdir(ws.inbox_dir(agent))) == ["user-001.md", "user-002.md"]

@@ -36,7 +36,7 @@ def test_r_cli_2_not_a_workspace(tmp_path: Path, verb: str) -> None:
     proc = run_cli([verb, str(target)])
     assert one_line_failure(proc, verb) == (
         f"lernie {verb}: {target} is not a workspace (no repo.git) — create one with "
-        "`lernie new` (ARCH §2.2)"
+        "`lernie new` (R-WS-2)"
     )
     assert list(target.iterdir()) == []
 
@@ -62,7 +62,10 @@ def test_r_stop_1_unknown_agent(ws: Workspace) -> None:
     before = tree_listing(ws.root)
     proc = run_cli(["stop", str(ws.root), "20260101T000000Z-00000000"])
     assert one_line_failure(proc, "stop") == (
-        'lernie stop: branch "20260101T000000Z-00000000" does not exist in repo'
+        'lernie stop: no agent "20260101T000000Z-00000000" in this workspace — a stop names '
+        "an existing agent, by id or unique name (R-ID-6); no agent has that id or wears that "
+        "name: `lernie status <ws>` lists every agent with its name, `lernie prompt` / "
+        "`lernie dispatch` start one"
     )
     assert tree_listing(ws.root) == before
 
@@ -88,6 +91,7 @@ def test_r_scan_3_json_report(ws: Workspace) -> None:
         "driven": [],
         "revived": [root],
         "given_up": [],
+        "abandoned": [],
     }
     wait_quiescent(ws)
     assert proc.stdout.count("\n") == 1

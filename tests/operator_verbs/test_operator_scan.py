@@ -94,6 +94,7 @@ def test_r_scan_3_report_line_is_upstreams_shape() -> None:
         "driven": [],
         "revived": [],
         "given_up": [],
+        "abandoned": [],
     }
 
 

@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from lernie_ref.core.errors import BranchMissing, SelfGroup
+from lernie_ref.core.errors import SelfGroup, UnknownAgent
 from lernie_ref.inbox import RecordingLauncher, cli_dispatch, cli_prompt
 from lernie_ref.operator.stop import (
     Holder,
@@ -187,10 +187,10 @@ def test_r_stop_3_cascade_reaches_every_descendant_and_spares_the_rest(ws: Works
             _reap(proc)
 
 
-def test_r_stop_1_unknown_agent_is_branch_missing(ws: Workspace) -> None:
-    with pytest.raises(BranchMissing) as caught:
+def test_r_stop_1_unknown_agent_is_declined_as_every_verb_declines_it(ws: Workspace) -> None:
+    with pytest.raises(UnknownAgent) as caught:
         stop(ws.root, "nobody-here")
-    assert str(caught.value) == 'branch "nobody-here" does not exist in repo'
+    assert str(caught.value).startswith('no agent "nobody-here" in this workspace — a stop ')
     assert not (ws.inbox_root / "nobody-here").exists()
 
 

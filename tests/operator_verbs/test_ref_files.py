@@ -275,7 +275,8 @@ def test_planted_wrong_ref_reads_are_found(
         return bool(disagreements(repo, planted(repo.git_dir)))
 
     find(st.tuples(LAYOUT, st.booleans()), caught,
-         settings=settings(max_examples=300, database=None, phases=[Phase.generate]))
+         settings=settings(max_examples=300, database=None, phases=[Phase.generate],
+                           deadline=None))  # each case runs git: no time limit
 
 
 def test_planted_wrong_subject_read_is_found(repo: Repo) -> None:

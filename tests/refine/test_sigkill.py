@@ -216,7 +216,7 @@ def _git(where: Path, *args: str) -> str:
 
 
 _SHA = re.compile(r"\b[0-9a-f]{40}\b")
-_TEMP = re.compile(r"\.[0-9a-f]{12}\.tmp$")
+_TEMP = re.compile(r"\.(?:\d+\.)?[0-9a-f]{12}\.tmp$")  # the writer's pid and random part
 _TEMP_NAME = re.compile(r"/\.[^/]*\.<random>\.tmp$")
 _STAMP = re.compile(rb"^deposited_at: .*$", re.M)
 

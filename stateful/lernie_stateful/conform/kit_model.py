@@ -1,40 +1,115 @@
-"""The kit's deterministic command model (the JSON of docs/models.md, both ways).
+"""The kit's deterministic model: one decision, two front ends (docs/model-server.md).
 
-An implementation without a scripted model of its own points its model command
-at ``<python> -m lernie_stateful.conform.kit_model`` (the adapter's ``{kit_model}``).
-It speaks the directive language of the reference's scripted model (docs/models.md),
-so the outcome check's programs script both alike:
+:func:`decide` reads a conversation in a neutral form (:class:`Turn`: who spoke, the
+delivered texts, how many tool calls an answer made) and says what the model does next
+(:class:`Decision`). Two front ends use it and add nothing to the logic:
 
-- The *window* is everything after the agent's newest final answer (an assistant
-  message with no ``tool_use``); the *prompt* is the newest delivered message in it
-  that is not a result (no ``terminal_ref:`` in its frontmatter).
+- the *command model*: an implementation without a scripted model of its own points its
+  model command at ``<python> -m lernie_stateful.conform.kit_model`` (the adapter's
+  ``{kit_model}``); the request is the JSON of docs/models.md on stdin (:func:`answer`);
+- the *model server* (:mod:`lernie_stateful.conform.model_server`): the same decisions over
+  HTTP, as Anthropic Messages or OpenAI Chat Completions.
+
+The language is the reference's scripted model's (docs/models.md), so the outcome check's
+programs script both alike:
+
+- The *window* is everything after the agent's newest final answer (an assistant turn with
+  no tool call); the *prompt* is the newest delivered message in it that is not a result
+  (no ``terminal_ref:`` in its frontmatter).
 - The prompt's directives run in order, one tool call per model call; the number of
   tool-calling answers since the prompt says which comes next:
   ``@message <agent> <text>`` calls ``message``; ``@dispatch [name=<n>] <goal>`` calls
   ``dispatch``; ``@tools <n>`` makes n calls of a tool named ``noop`` (no such harness
   tool: each gets an error result). ``@sleep <seconds>`` makes every call for the prompt
-  take that long.
+  take that long. ``@fail <status> [<n>]`` asks the server to fail the first n calls
+  (default 1) for the prompt with that HTTP status (the command model has no failures).
 - Then it answers ``kit reply: <first line that is not a directive>`` (the first line when
-  every line is one); a window holding only results gets ``kit noted``; a request with
-  no delivered message at all gets ``kit done``.
+  every line is one), or nothing at all under ``@silent``; a window holding only results
+  gets ``kit noted``; a conversation with no delivered message at all gets ``kit done``.
+
+Tool calls are decided under the kit's own names and inputs (``message`` with ``agent`` and
+``content``, ``dispatch`` with ``goal`` and maybe ``name``, ``noop``); :class:`ToolSpec`
+maps them to an implementation's (the adapter file's ``[tools]``). This module stays small:
+the command model is one process per model call.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
-_DIRECTIVES = ("@message", "@dispatch", "@tools", "@sleep", "@silent")
-
-
-def _blocks(message: object) -> list[dict[str, object]]:
-    if not isinstance(message, dict) or not isinstance(message.get("content"), list):
-        return []
-    return [b for b in message["content"] if isinstance(b, dict)]
+DIRECTIVES = ("@message", "@dispatch", "@tools", "@sleep", "@silent", "@fail")
+_FIELD = re.compile(r"\{(\w+)\}")
 
 
-def _body(text: str) -> tuple[str, bool]:
+@dataclass(frozen=True)
+class Turn:
+    """One message of a conversation as the kit's model reads it.
+
+    ``role`` is ``user`` (delivered messages), ``assistant`` (the model's own answers) or
+    ``tool`` (tool results). ``texts``: a user turn's delivered messages, each whole
+    (frontmatter included). ``calls``: how many tool calls an assistant turn made.
+    """
+
+    role: str
+    texts: tuple[str, ...] = ()
+    calls: int = 0
+
+
+@dataclass(frozen=True)
+class Call:
+    """A tool call under the kit's names: ``message``, ``dispatch`` or ``noop``."""
+
+    name: str
+    input: Mapping[str, str]
+    id: str
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the model does next: call a tool (``call``) or answer ``text`` (``""`` under
+    ``@silent``: an answer with no content). ``sleep`` seconds first; ``fail`` is the
+    ``@fail`` directive's (status, count) and ``prompt`` the whole prompt text it counts
+    against (None when there is no prompt)."""
+
+    text: str = ""
+    call: Call | None = None
+    sleep: float = 0.0
+    fail: tuple[int, int] | None = None
+    prompt: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """How one of the kit's tools is called in an implementation: its ``name`` there and its
+    ``input`` as templates over the kit's fields (``{agent}``, ``{content}``, ``{goal}``,
+    ``{name}``). A template naming a field the call lacks is left out; constants stay."""
+
+    name: str
+    input: Mapping[str, str] = field(default_factory=dict)
+
+    def apply(self, call: Call) -> tuple[str, dict[str, str]]:
+        out: dict[str, str] = {}
+        for key, template in self.input.items():
+            names = _FIELD.findall(template)
+            if all(n in call.input for n in names):
+                out[key] = _FIELD.sub(lambda m: call.input[m.group(1)], template)
+        return self.name, out
+
+
+DEFAULT_TOOLS: Mapping[str, ToolSpec] = {
+    "message": ToolSpec("message", {"agent": "{agent}", "content": "{content}"}),
+    "dispatch": ToolSpec("dispatch", {"goal": "{goal}", "name": "{name}"}),
+    "noop": ToolSpec("noop", {}),
+}
+"""The reference's tool names and inputs (SPEC R-STEP-7), the default of every adapter."""
+
+
+def body_of(text: str) -> tuple[str, bool]:
     """(body after the frontmatter, whether it is a result)."""
     if text.startswith("---\n") and "\n---\n" in text[3:]:
         head, _, body = text[4:].partition("\n---\n")
@@ -42,17 +117,27 @@ def _body(text: str) -> tuple[str, bool]:
     return text, False
 
 
-def _steps(body: str) -> tuple[list[tuple[str, dict[str, object]]], float]:
-    """The tool calls a prompt's directives make, in order, and its sleep."""
-    calls: list[tuple[str, dict[str, object]]] = []
+@dataclass(frozen=True)
+class Script:
+    calls: tuple[tuple[str, dict[str, str]], ...]
+    sleep: float = 0.0
+    silent: bool = False
+    fail: tuple[int, int] | None = None
+
+
+def script_of(body: str) -> Script:
+    """The tool calls a prompt's directives make, in order, and its other directives."""
+    calls: list[tuple[str, dict[str, str]]] = []
     sleep = 0.0
+    silent = False
+    fail: tuple[int, int] | None = None
     for line in body.splitlines():
         words = line.strip().split(" ", 2)
         if words[0] == "@message" and len(words) == 3:
             calls.append(("message", {"agent": words[1], "content": words[2]}))
         elif words[0] == "@dispatch" and len(words) > 1:
             rest = line.strip().split(" ", 1)[1]
-            args: dict[str, object] = {}
+            args: dict[str, str] = {}
             if rest.startswith("name=") and " " in rest:
                 name, rest = rest.split(" ", 1)
                 args["name"] = name[len("name="):]
@@ -63,50 +148,88 @@ def _steps(body: str) -> tuple[list[tuple[str, dict[str, object]]], float]:
         elif words[0] == "@sleep" and len(words) > 1 and \
                 words[1].replace(".", "", 1).isdigit():
             sleep = float(words[1])
-    return calls, sleep
+        elif words[0] == "@silent" and len(words) == 1:
+            silent = True
+        elif words[0] == "@fail" and len(words) > 1 and words[1].isdigit() and \
+                400 <= int(words[1]) <= 599 and (len(words) == 2 or words[2].isdigit()):
+            fail = (int(words[1]), int(words[2]) if len(words) == 3 else 1)
+    return Script(tuple(calls), sleep, silent, fail)
 
 
 def _text_line(body: str) -> str:
     lines = body.splitlines()
-    plain = [ln for ln in lines if ln.strip().split(" ", 1)[0] not in _DIRECTIVES]
+    plain = [ln for ln in lines if ln.strip().split(" ", 1)[0] not in DIRECTIVES]
     return (plain or lines or [""])[0]
 
 
-def answer(request: dict[str, object]) -> dict[str, object]:
-    messages = request.get("messages")
-    messages = messages if isinstance(messages, list) else []
+def decide(turns: Sequence[Turn]) -> Decision:
+    """The next action of the kit's model on a conversation (the module's docstring)."""
     start = 0
-    for k, m in enumerate(messages):
-        if isinstance(m, dict) and m.get("role") == "assistant" and not any(
-                b.get("type") == "tool_use" for b in _blocks(m)):
+    for k, t in enumerate(turns):
+        if t.role == "assistant" and not t.calls:
             start = k + 1
     prompt: str | None = None
     at = -1
     results = 0
-    for k in range(start, len(messages)):
-        m = messages[k]
-        if isinstance(m, dict) and m.get("role") == "user":
-            for b in _blocks(m):
-                body, is_result = _body(str(b.get("text", "")))
-                if is_result:
+    for k in range(start, len(turns)):
+        if turns[k].role == "user":
+            for text in turns[k].texts:
+                if body_of(text)[1]:
                     results += 1
                 else:
-                    prompt, at = body, k
+                    prompt, at = text, k
     if prompt is None:
-        text = "kit noted" if results else "kit done"
-        return {"content": [{"type": "text", "text": text}]}
-    calls, sleep = _steps(prompt)
-    if sleep:
-        time.sleep(sleep)
-    done = sum(1 for m in messages[at + 1:] if isinstance(m, dict)
-               and m.get("role") == "assistant"
-               and any(b.get("type") == "tool_use" for b in _blocks(m)))
-    if done < len(calls):
-        name, args = calls[done]
-        used = sum(1 for m in messages for b in _blocks(m) if b.get("type") == "tool_use")
-        return {"content": [{"type": "tool_use", "id": f"kit-{used + 1}",
-                             "name": name, "input": args}]}
-    return {"content": [{"type": "text", "text": "kit reply: " + _text_line(prompt)}]}
+        return Decision(text="kit noted" if results else "kit done")
+    body = body_of(prompt)[0]
+    script = script_of(body)
+    done = sum(1 for t in turns[at + 1:] if t.role == "assistant" and t.calls)
+    call: Call | None = None
+    text = ""
+    if done < len(script.calls):
+        name, args = script.calls[done]
+        call = Call(name, args, f"kit-{sum(t.calls for t in turns) + 1}")
+    elif not script.silent:
+        text = "kit reply: " + _text_line(body)
+    return Decision(text, call, script.sleep, script.fail, prompt)
+
+
+# ------------------------------------------------------------------ the command model
+
+
+def _blocks(message: object) -> list[dict[str, object]]:
+    if not isinstance(message, dict) or not isinstance(message.get("content"), list):
+        return []
+    return [b for b in message["content"] if isinstance(b, dict)]
+
+
+def turns_of_command(messages: object) -> list[Turn]:
+    """A docs/models.md request's ``messages`` as turns."""
+    out: list[Turn] = []
+    for m in messages if isinstance(messages, list) else []:
+        role = m.get("role") if isinstance(m, dict) else None
+        blocks = _blocks(m)
+        if role == "user":
+            out.append(Turn("user", tuple(str(b["text"]) for b in blocks
+                                          if b.get("type") == "text" and "text" in b)))
+        elif role == "assistant":
+            out.append(Turn("assistant", calls=sum(b.get("type") == "tool_use"
+                                                   for b in blocks)))
+        else:
+            out.append(Turn("tool"))
+    return out
+
+
+def answer(request: dict[str, object]) -> dict[str, object]:
+    """The command model: a docs/models.md request in, its reply out (after any sleep)."""
+    decision = decide(turns_of_command(request.get("messages")))
+    if decision.sleep:
+        time.sleep(decision.sleep)
+    if decision.call is not None:
+        return {"content": [{"type": "tool_use", "id": decision.call.id,
+                             "name": decision.call.name, "input": dict(decision.call.input)}]}
+    if not decision.text:
+        return {"content": []}
+    return {"content": [{"type": "text", "text": decision.text}]}
 
 
 def main() -> None:

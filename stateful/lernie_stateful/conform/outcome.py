@@ -34,6 +34,9 @@ moment or never, a superset of the moment the kit aims at.
 Besides the model, the kit checks what it knows itself: every message from the user found
 in a transcript or an inbox carries, after its frontmatter, exactly the bytes of one the
 program sent to that agent (:func:`body_faults`); a torn copy is a failure of its own.
+And it accounts for every message a writer accepted (exit 0): each is delivered or pending
+exactly once, byte for byte (:func:`accounting_faults`, SPEC I-5); a lost or doubled one
+fails the program even where the final state is one the model reaches.
 
 Deliberately not compared with the model: message bodies and bytes, entry numbering and
 commit structure (the audit does), the order of deliveries, who launched whom, the last
@@ -599,6 +602,47 @@ def body_faults(ws: Path, adapter: Adapter, sent: Mapping[str, Sequence[bytes]])
     return out
 
 
+def user_bodies(ws: Path, adapter: Adapter, aid: str) -> list[bytes]:
+    """The bodies (after the frontmatter) of every message from the user in the agent's
+    transcript directory and its inbox, read from the files alone."""
+    lay = adapter.layout
+    out: list[bytes] = []
+    places = ((ws / lay.agents / aid / lay.messages, ENTRY_NAME, 2),
+              (ws / lay.inbox / aid, DEPOSIT_NAME, 1))
+    for directory, pattern, group in places:
+        with contextlib.suppress(OSError):
+            for f in os.listdir(directory):
+                m = pattern.match(f)
+                if not m or f.startswith(".") or m.group(group) != lay.user or \
+                        not f.endswith(".md"):
+                    continue
+                with contextlib.suppress(OSError):
+                    data = (directory / f).read_bytes()
+                    head = FRONTMATTER.match(data.decode("utf-8", "replace"))
+                    out.append(data[len(head.group(0).encode("utf-8")):] if head else data)
+    return out
+
+
+def accounting_faults(ws: Path, adapter: Adapter,
+                      accepted: Mapping[str, Sequence[bytes]]) -> list[str]:
+    """Message accounting: every message a writer accepted (exit 0) for an agent is, byte
+    for byte, delivered or pending exactly once at the end (SPEC I-5). Judged from the files
+    and what the kit sent alone, no model needed."""
+    out: list[str] = []
+    ids = agent_ids(ws, adapter)
+    for nm, bodies in sorted(accepted.items()):
+        want = Counter(bodies)
+        got = Counter(user_bodies(ws, adapter, ids[nm])) if nm in ids else Counter()
+        lost = sum((want - got).values())
+        extra = sum(((got - want) & Counter({b: 1 for b in want})).values())
+        if lost:
+            out.append(f"{nm}: {lost} of {sum(want.values())} accepted messages neither "
+                       "delivered nor pending (lost)")
+        if extra:
+            out.append(f"{nm}: {extra} accepted messages found more than once (duplicated)")
+    return out
+
+
 @dataclass
 class Run:
     observation: Observation
@@ -606,6 +650,7 @@ class Run:
     killed: list[str]
     faults: list[str] = field(default_factory=list)  # bodies that are not what was sent
     unsupported: str = ""  # why the program cannot run on this implementation
+    lost: list[str] = field(default_factory=list)  # accepted messages not there exactly once
 
 
 def run_program(p: Program, adapter: Adapter, ws: Path) -> Run:
@@ -616,6 +661,7 @@ def run_program(p: Program, adapter: Adapter, ws: Path) -> Run:
     findings: list[str] = []
     killed: list[str] = []
     sent: dict[str, list[bytes]] = {}
+    accepted: dict[str, list[bytes]] = {}  # what writers that exited 0 sent, per agent
     watchers: list[tuple[str, DeliveryKill]] = []
     bodies = ws.parent / "kit-bodies"
     env = adapter.env({}, os.environ)
@@ -704,6 +750,8 @@ def run_program(p: Program, adapter: Adapter, ws: Path) -> Run:
                     proc.communicate()
                     findings.append(f"{inp.show().strip()}: no exit within 120s")
                     continue
+                if proc.returncode == 0 and inp.verb in ("prompt", "message"):
+                    accepted.setdefault(inp.agent, []).append(inp.content())
                 if proc.returncode and (inp.verb in ("prompt", "scan")
                                         or (inp.verb == "message" and inp.agent != "C")):
                     findings.append(f"{inp.show().strip()}: exit {proc.returncode} "
@@ -716,7 +764,7 @@ def run_program(p: Program, adapter: Adapter, ws: Path) -> Run:
         disarm()
         shutil.rmtree(bodies, ignore_errors=True)
     return Run(real_observation(ws, adapter), findings, killed,
-               body_faults(ws, adapter, sent))
+               body_faults(ws, adapter, sent), lost=accounting_faults(ws, adapter, accepted))
 
 
 # ------------------------------------------------------------------ the verdict
@@ -813,6 +861,8 @@ def judge(p: Program, run: Run, search: Search) -> Verdict:
         lines.append(f"{p.id}: a message is not the bytes the program sent, and the final "
                      f"state is not one the model reaches ({len(search.outcomes)} model "
                      "outcomes)")
+    elif run.lost:
+        lines.append(f"{p.id}: message accounting: " + run.lost[0])
     elif not reached:
         lines.append(f"{p.id}: the implementation's final state is not one the model "
                      f"reaches ({len(search.outcomes)} model outcomes)")
@@ -827,6 +877,7 @@ def judge(p: Program, run: Run, search: Search) -> Verdict:
         near = min(search.outcomes, key=lambda o: (_size(run.observation, o), o))
         diff += difference(run.observation, near)
         lines += ["nearest model outcome:", show_observation(near)]
+    diff += run.lost
     if search.outcomes or diff:
         lines += ["difference:"] + (["    " + d for d in diff] or ["    (none)"])
     return Verdict(p, False, "\n".join(lines), outcomes=len(search.outcomes),
@@ -841,7 +892,8 @@ def check(p: Program, adapter: Adapter, ws: Path) -> Verdict:
         return Verdict(p, False, f"{p.id}: not applicable: {run.unsupported}",
                        inconclusive=True, seconds=time.monotonic() - t0)
     v = judge(p, run, search)
-    if not v.passed and not search.complete and not run.findings and not run.faults:
+    if not v.passed and not search.complete and not run.findings and not run.faults \
+            and not run.lost:
         # The model search stopped at its bound: an outcome it did not list may still be
         # reachable, so this is no verdict (the scorecard counts it as not applicable).
         v = Verdict(p, False, f"{p.id}: the model search stopped at {search.nodes:,} states "

@@ -41,6 +41,7 @@ from pathlib import Path
 from lernie_stateful.audit import AuditError, audit
 from lernie_stateful.conform.adapter import Adapter, AdapterError, fill, load
 from lernie_stateful.conform.outcome import ProgramError
+from lernie_stateful.conform.session import prepared
 
 QUIESCENCE_TIMEOUT = 60.0
 STEP_TIMEOUT = 120.0
@@ -210,6 +211,7 @@ class CaseRunner:
             "ws": str(ws), "prog": adapter.program, "repo": lay.repo, "inbox": lay.inbox,
             "steps": lay.steps, "agents": lay.agents, "messages": lay.messages,
             "agent_ref": lay.agent_ref_prefix, "mark_ref": lay.mark_ref_prefix,
+            "model": lay.model_origin,
         }
 
     def text(self, value: object) -> str:
@@ -413,7 +415,9 @@ def conform(adapter: Adapter, files: Sequence[tuple[str, str]] | None = None,
             ws.parent.mkdir(parents=True, exist_ok=True)
             t0 = time.monotonic()
             try:
-                CaseRunner(adapter, ws).run(case)
+                with prepared(adapter, ws.parent,
+                              keep and ws.parent / "model-requests.jsonl") as live:
+                    CaseRunner(live, ws).run(case)
                 result = CaseResult(cid, name, rules, "passed")
             except (Failed, AdapterError) as exc:
                 result = CaseResult(cid, name, rules, "failed", str(exc))
@@ -447,7 +451,9 @@ def outcome_check(adapter: Adapter, card: Scorecard, examples: int, seed: int,
             ws = base / f"outcome-{p.id}" / "ws"
             ws.parent.mkdir(parents=True, exist_ok=True)
             try:
-                v = check(p, adapter, ws)
+                with prepared(adapter, ws.parent,
+                              keep and ws.parent / "model-requests.jsonl") as live:
+                    v = check(p, live, ws)
             finally:
                 for pid in _processes_naming(str(ws)):
                     with contextlib.suppress(ProcessLookupError):
@@ -464,13 +470,61 @@ def outcome_check(adapter: Adapter, card: Scorecard, examples: int, seed: int,
     return reports
 
 
+def flood_check(adapter: Adapter, card: Scorecard, writers: int, per_writer: int,
+                keep: Path | None = None) -> None:
+    """The same-sender flood (:mod:`lernie_stateful.conform.flood`) as one case of the area
+    ``accounting``."""
+    from lernie_stateful.conform.flood import flood
+
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="lernie-flood-") as tmp:
+        ws = (keep or Path(tmp)) / f"flood-{writers}x{per_writer}" / "ws"
+        ws.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with prepared(adapter, ws.parent) as live:
+                result = flood(live, ws, writers, per_writer)
+        finally:
+            for pid in _processes_naming(str(ws)):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        card.results.append(CaseResult(
+            f"accounting:same-sender-flood-{writers}x{per_writer}", "accounting",
+            ["accounting"], "passed" if result.passed else "failed", result.one_line(),
+            round(result.seconds, 2)))
+    card.seconds += time.monotonic() - start
+
+
+def program_file(spec: str) -> Path:
+    """A TOML file of outcome programs: a path, or the name of a set installed with the kit
+    (``predictions/<name>.toml``: the programs built from a profile's counterexamples)."""
+    path = Path(spec)
+    if path.exists() or "/" in spec or spec.endswith(".toml"):
+        return path
+    root = resources.files("lernie_stateful.conform").joinpath("predictions")
+    found = root.joinpath(f"{spec}.toml")
+    if not found.is_file():
+        names = sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".toml"))
+        raise AdapterError(f"no program file {spec} and no installed program set of that "
+                           f"name (installed: {', '.join(names)})")
+    return Path(str(found))
+
+
+def _flood_size(text: str) -> tuple[int, int]:
+    writers, _, each = text.partition("x")
+    if not (writers.isdigit() and each.isdigit() and int(writers) > 0 and int(each) > 0):
+        raise argparse.ArgumentTypeError(f"{text!r} is not WRITERSxMESSAGES (e.g. 8x25)")
+    return int(writers), int(each)
+
+
 def main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="lernie-check conform",
         description="Run the exact-interface scenarios through an implementation's command "
                     "line and print a scorecard per SPEC rule area.")
     parser.add_argument("--impl", required=True,
-                        help="'lernie' (the reference's own adapter) or an adapter TOML file")
+                        help="an installed adapter ('lernie', the reference's own; "
+                        "'lernie-anthropic' and 'lernie-openai', the reference through its HTTP "
+                        "model adapters and the kit's model server) or an adapter TOML file")
     fmt = parser.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="one JSON object")
     fmt.add_argument("--markdown", action="store_true", help="a Markdown table")
@@ -491,8 +545,13 @@ def main(argv: Sequence[str]) -> int:
                         help="generated outcome programs besides the regression set "
                         "(default 4)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the generated programs")
-    parser.add_argument("--programs", type=Path, help="a TOML file of outcome programs to run "
-                        "instead of the regression set and the generated ones")
+    parser.add_argument("--programs", help="a TOML file of outcome programs to run instead "
+                        "of the regression set and the generated ones, or the name of an "
+                        "installed set (lernie-0.0.11: the profile's predictions)")
+    parser.add_argument("--flood", type=_flood_size, metavar="WxN",
+                        help="also run the same-sender flood: W concurrent writers send N "
+                        "messages each to one agent; every accepted message must be there "
+                        "exactly once (area 'accounting'; e.g. 8x25)")
     parser.add_argument("--show-program", action="store_true",
                         help="print each failing outcome program's full report on stderr")
     args = parser.parse_args(argv)
@@ -511,10 +570,14 @@ def main(argv: Sequence[str]) -> int:
                     else conform(adapter, files, args.only, args.keep))
             if args.outcome or args.outcome_only or args.programs:
                 reports = outcome_check(adapter, card, args.examples, args.seed,
-                                        args.programs, args.keep)
+                                        program_file(args.programs) if args.programs
+                                        else None, args.keep)
                 if args.show_program:
                     for text in reports:
                         print(text + "\n", file=sys.stderr)
+            if args.flood:
+                writers, each = args.flood
+                flood_check(adapter, card, writers, each, args.keep)
     except (AdapterError, ProgramError, tomllib.TOMLDecodeError, OSError) as exc:
         print(f"lernie-check conform: {exc}", file=sys.stderr)
         return 1

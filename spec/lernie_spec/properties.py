@@ -1089,3 +1089,16 @@ def ghost_key(st: State, scope: Scope) -> tuple[object, ...]:
                     keys[j] = kj
     out.append(tuple(keys))
     return tuple(out)
+
+
+def ghost_reading(st: State, scope: Scope) -> tuple[object, ...]:
+    """`ghost_key` spelled out (not numbered by one search's table): for comparing what
+    two different searches reached."""
+    keys: list[tuple[object, ...]] = [_proc_key(p, scope) for p in st.procs]
+    for i, p in enumerate(st.procs):
+        same = [j for j, q in enumerate(st.procs) if q == p]
+        if len(same) > 1 and same[0] == i:
+            for j, kj in zip(same, sorted(keys[j] for j in same), strict=True):
+                keys[j] = kj
+    return (tuple(_agent_key(ag.history.value, a, scope) for a, ag in enumerate(st.agents)),
+            tuple(keys))

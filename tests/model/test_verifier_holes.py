@@ -16,7 +16,7 @@ import pytest
 from lernie_spec.coverage import Coverage
 from lernie_spec.explore import explore, sorted_form
 from lernie_spec.model import Profile, Role, State, Step
-from lernie_spec.properties import INVARIANTS, ghost_key
+from lernie_spec.properties import INVARIANTS, ghost_reading
 from lernie_spec.variants import DEFAULT, SCOPES, NamedScope
 from lernie_stateful import model_mutants
 
@@ -92,7 +92,7 @@ def _observed(ns: NamedScope, symmetry: bool) -> tuple[set[object], dict[str, in
 
     def observe(pre: State, step: Step, post: State) -> None:
         s = sorted_form(post)
-        seen.add((s, ghost_key(s, ns.scope)))
+        seen.add((s, ghost_reading(s, ns.scope)))
         orders.add("".join(p.role.value[0] for p in post.procs))
 
     r = explore(Profile(), ns.scope, liveness=True, observe=observe, symmetry=symmetry)

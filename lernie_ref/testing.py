@@ -21,8 +21,9 @@ from collections.abc import Callable
 
 from lernie_ref.actors.hop import HopDeps, HopResult, Outcome, hop_actor
 from lernie_ref.adapters import ModelAdapter, ScriptedModel
-from lernie_ref.core.actor import Passed, Stepper
+from lernie_ref.core.actor import Passed
 from lernie_ref.core.clock import Clock, FixedClock, SystemClock
+from lernie_ref.core.stepper import Stepper
 from lernie_ref.core.vocab import Point
 from lernie_ref.substrate.config import Config
 from lernie_ref.substrate.launcher import RecordingLauncher

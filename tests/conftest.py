@@ -1,15 +1,12 @@
-"""Shared fixtures: fresh workspaces, a fixed clock, the real CLI, quiescence.
+"""Shared fixtures (fresh workspaces, a fixed clock) and the ``slow`` marker's switch.
 
-Keep this small; area-specific helpers live next to their tests.
+Every helper a test imports lives in :mod:`tests.support`; this file holds only what
+pytest itself must find here.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,14 +14,12 @@ from hypothesis import settings
 
 from lernie_ref.core.clock import FixedClock
 from lernie_ref.substrate.workspace import Workspace, create_workspace
+from tests.support.workspaces import FIXTURE_NS
 
 # No Hypothesis example has a deadline: a test asserts outcomes, never how long an example
 # took, and on a busy machine (the suite runs beside other work) a deadline is a flake.
 settings.register_profile("no-deadline", deadline=None)
 settings.load_profile("no-deadline")
-
-# 2026-07-11T00:00:00Z, the instant of upstream's deposit fixtures.
-FIXTURE_NS = 1_783_728_000 * 1_000_000_000
 
 
 @pytest.fixture
@@ -68,61 +63,3 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
-
-
-def run_cli(
-    args: Sequence[str],
-    env: Mapping[str, str] | None = None,
-    *,
-    prefix: Sequence[str] | None = None,
-    timeout: float = 120,
-) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m lernie_ref <args>`` (or ``<prefix> <args>``) as a real process."""
-    full_env = dict(os.environ)
-    full_env.pop("LERNIE_CONV_BRANCH", None)
-    full_env.pop("LERNIE_LOCK_FD", None)
-    if env:
-        full_env.update(env)
-    argv = [*(prefix or [sys.executable, "-m", "lernie_ref"]), *args]
-    return subprocess.run(
-        argv, capture_output=True, text=True, env=full_env, timeout=timeout, check=False
-    )
-
-
-def processes_mentioning(needle: str) -> list[int]:
-    """Pids (other than ours) whose command line contains ``needle``."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                cmdline = handle.read()
-        except OSError:
-            continue
-        if needle.encode() in cmdline:
-            found.append(int(entry))
-    return found
-
-
-def wait_quiescent(ws: Workspace | Path, timeout: float = 120.0) -> None:
-    """Wait until no process names the workspace on its command line (launched drivers done).
-
-    Polls with a generous timeout; never asserts on timing. The workspace must look quiet
-    at two polls in a row: a driver that ``lernie message`` has just spawned can still be
-    inside ``execve``, where its command line reads empty, when the command returns.
-    """
-    root = str(Path(ws.root if isinstance(ws, Workspace) else ws))
-    deadline = time.monotonic() + timeout
-    calm = 0
-    while calm < 2:
-        if processes_mentioning(root):
-            calm = 0
-            if time.monotonic() > deadline:
-                raise AssertionError(
-                    f"processes still running on {root}: {processes_mentioning(root)}"
-                )
-        else:
-            calm += 1
-        if calm < 2:
-            time.sleep(0.05)

@@ -43,14 +43,14 @@ MODULES = {
     "lernie_ref.core.warrant": (ROOT / "lernie_ref" / "core" / "warrant.py", "PEP316"),
     "lernie_ref.actors.release": (ROOT / "lernie_ref" / "actors" / "release.py", "PEP316"),
     "lernie_ref.actors.drain": (ROOT / "lernie_ref" / "actors" / "drain.py", "PEP316"),
-    "contracts.bounded": (ROOT / "tests" / "contracts" / "bounded.py", "asserts"),
+    "tests.support.bounded": (ROOT / "tests" / "support" / "bounded.py", "asserts"),
 }
 """Modules CI checks, with the contract kind: PEP 316 contracts on the implementation, and
-the ``asserts``-style proof harnesses under ``tests/`` (``contracts.*``), which run the real
+the ``asserts``-style proof harnesses of ``tests.support.bounded``, which run the real
 code with no callee contract assumed."""
 
 HARNESSED = {
-    "lernie_ref.core.warrant.warrant_of": "contracts.bounded.warrant_slots",
+    "lernie_ref.core.warrant.warrant_of": "tests.support.bounded.warrant_slots",
     "lernie_ref.core.warrant.unanswered_tail": "tests/contracts/test_pure_properties.py",
 }
 """Contracted functions CrossHair cannot call symbolically (it cannot build the
@@ -143,7 +143,7 @@ def run_one(target: Target, per_condition: float, per_path: float) -> Result:
     ]  # fmt: skip
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
-        [str(ROOT), str(ROOT / "tests"), *filter(None, [env.get("PYTHONPATH")])]
+        [str(ROOT), *filter(None, [env.get("PYTHONPATH")])]
     )
     env["PYTHONHASHSEED"] = "0"
     started = time.monotonic()

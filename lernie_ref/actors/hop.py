@@ -27,6 +27,7 @@ entry writer's; then the terminal tail's or ``hop.tools-ran``.
 from __future__ import annotations
 
 import enum
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +42,7 @@ from lernie_ref.actors.sweep import (
     repair_returned_mark,
     unsent_reply,
 )
-from lernie_ref.actors.tools import run_tool
+from lernie_ref.actors.tools import ToolContext, run_tool
 from lernie_ref.adapters import ModelAdapter, ModelRequest
 from lernie_ref.core.actor import Actor, Passed
 from lernie_ref.core.clock import Clock
@@ -56,6 +57,7 @@ from lernie_ref.core.errors import (
     TranscriptError,
     UnpairedToolUse,
 )
+from lernie_ref.core.tooldefs import tool_specs
 from lernie_ref.core.vocab import STAGING_FILE, MarkKind, Point
 from lernie_ref.core.warrant import Warrant, unanswered_tail, warrant_of
 from lernie_ref.inbox import Epitaph, Launcher
@@ -102,6 +104,8 @@ class HopDeps:
     clock: Clock
     config: Config
     stop_requested: Callable[[], bool]
+    env: Mapping[str, str] | None = None
+    """The environment tool processes start from (``None``: this process's)."""
 
 
 def model_steps(entries: Sequence[Entry[object]]) -> int:
@@ -146,6 +150,16 @@ def hop_actor(
 
 
 def _settle_actor(ws: Workspace, agent_id: str, ids: Sequence[str], text: str) -> Actor[None]:
+    if text == DIED_TEXT:
+        # R-TOOL-7: the dead executor's tool processes die before their calls are settled
+        from lernie_ref.substrate import shell
+
+        killed = shell.kill_marked(ws.root, agent_id)
+        if killed:
+            notice(
+                f"killed {len(killed)} leftover tool process(es) of [{agent_id}] whose "
+                "executor died mid-call (R-TOOL-7)"
+            )
     worktree = ws.worktree(agent_id)
     staging = ws.steps_dir(agent_id) / STAGING_FILE
     for call_id in ids:
@@ -309,8 +323,10 @@ def _step(
         )
         yield Passed(Point.HOP_BUDGET_EXHAUSTED, agent_id)
         return (yield from _conclude(ws, agent_id, Epitaph.BUDGET_EXHAUSTED, lock, seen, deps))
+    tools = deps.config.tools_for(agent_id, lambda: ws.agent_name(agent_id))
     request = ModelRequest(
-        agent_id, entries, transcript.wire_messages(entries), worktree=Path(worktree)
+        agent_id, entries, transcript.wire_messages(entries),
+        tools=tool_specs(tools), worktree=Path(worktree),
     )
     reply = deps.model.call(request, deps.stop_requested)
     yield Passed(Point.HOP_MODEL_RETURNED, agent_id)
@@ -333,7 +349,11 @@ def _step(
             rest = [str(c["id"]) for c in calls[index:]]
             yield from _settle_actor(ws, agent_id, rest, INTERRUPTED_TEXT)
             return (yield from _conclude(ws, agent_id, Epitaph.STOPPED, lock, seen, deps))
-        result = run_tool(call, ws, agent_id, deps.launcher, deps.clock)
+        context = ToolContext(
+            ws, agent_id, deps.launcher, deps.clock, deps.config, deps.stop_requested,
+            os.environ if deps.env is None else deps.env, tools,
+        )
+        result = run_tool(call, context)
         yield Passed(Point.HOP_TOOL_RAN, agent_id, str(call["id"]))
         yield from transcript.tool_entry_actor(worktree, agent_id, result, staging, ws.git)
     if deps.stop_requested():

@@ -437,24 +437,6 @@ def repair_returned_mark(ws: Workspace, agent: str, tip: str, to: str) -> None:
     )
 
 
-def repair_if_landed(
-    ws: Workspace,
-    agent: str,
-    tip: str,
-    returned: str | None,
-    registered: Callable[[str], bool],
-    listed: Transcript | None = None,
-) -> bool:
-    """R-SCAN-11 as the sweep and the hop apply it: ``True`` when the mark was repaired."""
-    if returned == tip:
-        return False
-    to = landed_result(ws, agent, tip, registered, listed)
-    if to is None:
-        return False
-    repair_returned_mark(ws, agent, tip, to)
-    return True
-
-
 # --------------------------------------------------------------------- revival
 
 
@@ -518,6 +500,22 @@ def _record_revival(ws: Workspace, agent: str, tip: str, count: int) -> None:
             steps.rename(temp, steps, REVIVALS_FILE)
     except OSError as exc:
         raise ScanError(f"record revival of {agent}: {io_text(exc)}") from None
+
+
+def _kill_tool_leftovers(ws: Workspace, agent: str, listed: Transcript | None) -> None:
+    """R-TOOL-7 under the sweep's hold: a dead executor's open tool window may have left
+    its tool's processes running; they die now, before the revived hop settles the calls
+    as ``died``."""
+    if not unanswered_tail(history_of(load(ws.worktree(agent), listed))):
+        return
+    from lernie_ref.substrate import shell  # off the scan's light path (R-CLI-5)
+
+    killed = shell.kill_marked(ws.root, agent)
+    if killed:
+        notice(
+            f"killed {len(killed)} leftover tool process(es) of [{agent}] whose executor "
+            "died mid-call (R-TOOL-7)"
+        )
 
 
 def _revive(ws: Workspace, agent: str, tip: str, report: ScanReport) -> bool:
@@ -651,6 +649,8 @@ def _sweep_one(
             if lock is not None:
                 try:
                     due = work_due(ws, agent, listed)
+                    if due:
+                        _kill_tool_leftovers(ws, agent, listed)
                 except LernieError as exc:
                     raise ScanError(f"read transcript of {agent}: {exc}") from None
                 if due:

@@ -39,43 +39,14 @@ from lernie_ref.core.errors import (
     io_text,
 )
 from lernie_ref.core.frontmatter import rust_lines, split_frontmatter, terminal_ref_of
+from lernie_ref.core.tooldefs import DEFAULT_TOOLS, tool_specs
 from lernie_ref.substrate.config import Config
 from lernie_ref.substrate.transcript import WireMessage
 
 StopCheck = Callable[[], bool]
 
-TOOL_SPECS: list[dict[str, object]] = [
-    {
-        "name": "message",
-        "description": (
-            "Deposit a message into another agent's inbox (by agent id or unique name) "
-            "and make sure a driver runs for it."
-        ),
-        "input_schema": {
-            "type": "object",
-            "properties": {
-                "agent": {"type": "string", "description": "recipient agent id or unique name"},
-                "content": {"type": "string", "description": "the message text"},
-            },
-            "required": ["agent", "content"],
-            "additionalProperties": False,
-        },
-    },
-    {
-        "name": "dispatch",
-        "description": "Fork a child agent of this agent with a goal; returns the child's id.",
-        "input_schema": {
-            "type": "object",
-            "properties": {
-                "goal": {"type": "string", "description": "the child's first prompt"},
-                "name": {"type": "string", "description": "an optional display name"},
-            },
-            "required": ["goal"],
-            "additionalProperties": False,
-        },
-    },
-]
-"""R-STEP-7: the only tools offered to a model."""
+TOOL_SPECS: list[dict[str, object]] = tool_specs(DEFAULT_TOOLS)
+"""R-STEP-7, R-TOOL-1: the tools offered when the configuration says nothing."""
 
 
 
@@ -161,6 +132,12 @@ def _directive(line: str) -> tuple[str, object] | None:
         if rest:
             tool_input["goal"] = rest
             return ("dispatch", tool_input)
+    elif word == "@bash":
+        if rest:
+            return ("bash", {"command": rest})
+    elif word in ("@read_file", "@cd"):
+        if rest:
+            return (word[1:], {"path": rest})
     elif word == "@tools":
         if rest.isascii() and rest.isdigit():
             return ("tools", int(rest))
@@ -181,9 +158,12 @@ def parse_script(body: str) -> Script:
     """Directives, one per line anywhere in the prompt body (leading blanks ignored).
 
     ``@message <agent> <text>`` · ``@dispatch [name=<name>] <goal>`` · ``@tools <n>`` ·
-    ``@silent`` · ``@sleep <seconds>``. A line whose first word is not one of these,
-    or whose arguments do not parse, is ordinary text. ``first_line`` is the first
-    line that is not a directive (the first line when every line is one).
+    ``@silent`` · ``@sleep <seconds>`` · ``@bash <command>`` · ``@read_file <path>`` ·
+    ``@cd <path>`` · ``@apply_patch`` (alone on its line: the lines after it, up to and
+    including the first ``*** End Patch`` line, or to the end, are the envelope). A line
+    whose first word is not one of these, or whose arguments do not parse, is ordinary
+    text. ``first_line`` is the first line that is not a directive (the first line when
+    every line is one).
     """
     actions: list[tuple[str, dict[str, object]]] = []
     silent = False
@@ -191,7 +171,20 @@ def parse_script(body: str) -> Script:
     count = 0
     lines = rust_lines(body)
     first_line: str | None = None
-    for raw in lines:
+    index = 0
+    while index < len(lines):
+        raw = lines[index]
+        index += 1
+        if raw.strip() == "@apply_patch":
+            envelope: list[str] = []
+            while index < len(lines):
+                envelope.append(lines[index])
+                index += 1
+                if envelope[-1].strip() == "*** End Patch":
+                    break
+            count += 1
+            actions.append(("apply_patch", {"input": "\n".join(envelope) + "\n"}))
+            continue
         parsed = _directive(raw)
         if parsed is None:
             if first_line is None:
@@ -199,7 +192,9 @@ def parse_script(body: str) -> Script:
             continue
         count += 1
         kind, value = parsed
-        if kind in ("message", "dispatch") and isinstance(value, dict):
+        if kind in ("message", "dispatch", "bash", "read_file", "cd") and isinstance(
+            value, dict
+        ):
             actions.append((kind, value))
         elif kind == "tools" and isinstance(value, int):
             actions.extend((NOOP_TOOL, {}) for _ in range(value))

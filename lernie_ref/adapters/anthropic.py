@@ -101,11 +101,12 @@ def request_body(
         "max_tokens": settings.max_tokens,
         "system": system if system is not None else default_system(request),
         "messages": wire_to_messages(request.messages),
-        "tools": [
+    }
+    if request.tools:  # an agent offered no tools (``tools = []``) declares none
+        body["tools"] = [
             {"name": t["name"], "description": t["description"], "input_schema": t["input_schema"]}
             for t in request.tools
-        ],
-    }
+        ]
     if settings.temperature is not None:
         body["temperature"] = settings.temperature
     return body

@@ -99,7 +99,9 @@ def request_body(
         "messages": wire_to_messages(
             request.messages, system if system is not None else default_system(request)
         ),
-        "tools": [
+    }
+    if request.tools:  # an agent offered no tools (``tools = []``) declares none
+        body["tools"] = [
             {
                 "type": "function",
                 "function": {
@@ -109,8 +111,7 @@ def request_body(
                 },
             }
             for t in request.tools
-        ],
-    }
+        ]
     if settings.temperature is not None:
         body["temperature"] = settings.temperature
     return body

@@ -50,7 +50,11 @@ depositing messages into each other's inboxes. Every message you receive starts
 with a frontmatter block naming its sender (`from:`); a reply from an agent
 you dispatched or wrote to also carries its `epitaph:`. Use the `message` tool
 to write to another agent (by id or name) and the `dispatch` tool to start a
-child agent with a goal. When you answer without calling a tool, your text is
+child agent with a goal. Your worktree (your current directory when you start)
+is yours to work in with the other tools you are offered (read_file, cd,
+apply_patch, and bash when the operator enabled it); what they change is
+committed with each step, so never run git commit or git checkout yourself.
+When you answer without calling a tool, your text is
 your final response and goes back to whoever asked you."""
 
 

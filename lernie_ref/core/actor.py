@@ -4,9 +4,9 @@ A protocol actor — a writer verb, a driver hop, a terminal tail, a scan — is
 generator that yields a :class:`Passed` right after each step another process
 could observe (a rename, a commit, a flock or unlock, an inbox read, a launch)
 and finally returns its result. Production drives an actor straight through
-with :func:`run`; a test scheduler holds several actors and interleaves them at
-their points over the real filesystem with :class:`Stepper`. There is one code
-path: the scheduler only decides *when* the next step runs, never *what* it does.
+with :func:`run`; a test scheduler (:class:`lernie_ref.core.stepper.Stepper`) holds
+several actors and interleaves them at their points over the real filesystem. There is
+one code path: the scheduler only decides *when* the next step runs, never *what* it does.
 """
 
 from __future__ import annotations
@@ -15,8 +15,6 @@ TYPE_CHECKING = False  # ``typing`` stays off the message path (R-CLI-5)
 if TYPE_CHECKING:
     from collections.abc import Generator
     from typing import TypeAlias, TypeVar
-
-    from lernie_ref.core.stepper import Stepper as Stepper
 
     R = TypeVar("R")
     Actor: TypeAlias = Generator["Passed", None, R]
@@ -61,13 +59,9 @@ def run(actor: Actor[R]) -> R:
 
 
 def __getattr__(name: str) -> object:
-    """``Actor`` and ``Stepper`` are made on first use: ``Stepper`` needs ``typing``, which
-    the message path does not load (R-CLI-5). ``Stepper`` lives in
-    :mod:`lernie_ref.core.stepper`."""
-    if name == "Stepper":
-        from lernie_ref.core.stepper import Stepper
-
-        return Stepper
+    """``Actor`` is made on first use. The test scheduler, ``Stepper``, lives in
+    :mod:`lernie_ref.core.stepper`, which imports this module (never the reverse): it needs
+    ``typing``, which the message path does not load (R-CLI-5)."""
     if name == "Actor":
         # Only the checker reads the alias's parameters; at run time it names the generator
         # type, with no ``typing`` (modules import it beside ``Passed``, R-CLI-5).

@@ -379,6 +379,18 @@ class ToolInputError(LernieError):
     """The model's tool input does not match the tool's schema."""
 
 
+class ToolError(LernieError):
+    """A work tool's call failed (R-TOOL-*): its result is an ``is_error`` one-liner."""
+
+
+class PatchError(ToolError):
+    """R-TOOL-5: a patch envelope that does not parse or does not apply; nothing was written."""
+
+
+class ToolPathError(ToolError):
+    """R-TOOL-2: a path a file tool may not reach (absolute, ``..``, a link, ``.git``)."""
+
+
 # --------------------------------------------------------------- raised by adapters.__init__
 
 

@@ -31,7 +31,7 @@ def require_agent_id(agent_id: str) -> str:
     """R-ID-3: return ``agent_id`` unchanged or raise :class:`NotAnAgentId`; never sanitize.
 
     Contract (R-ID-3: an accepted id comes back unchanged, a declined one raises). CrossHair
-    checks it through ``tests/contracts/bounded.py`` (an exception text built from a symbolic
+    checks it through ``tests/support/bounded.py`` (an exception text built from a symbolic
     string cannot be printed by CrossHair itself):
 
     post: __return__ == agent_id and is_agent_id(agent_id)

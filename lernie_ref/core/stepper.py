@@ -1,7 +1,8 @@
 """The test-side driver of an actor: :class:`Stepper` runs one actor point by point.
 
 Kept apart from :mod:`lernie_ref.core.actor` because it needs ``typing.Generic`` and the
-production path does not (R-CLI-5); ``lernie_ref.core.actor.Stepper`` still names it.
+production path does not (R-CLI-5). It imports the actor module; the actor module never
+imports it (no cycle).
 """
 
 from __future__ import annotations

@@ -22,8 +22,9 @@ holder process alone, never to its group: the executor ends its own model adapte
 at its next check point, while a group signal would also fell a ``git`` it is
 running mid-commit and turn the stop into a crash (D-14). ``stop`` then waits for
 the signalled processes to exit; one that outlives the deadline gets ``SIGKILL``,
-sent to its whole group when it leads one (its adapter and tool processes die
-with it) (R-STOP-5). The stopped executor ends through its normal exit protocol
+sent to its whole group when it leads one (its adapter dies with it), and
+every process carrying the agent's tool marks is killed too (R-STOP-5, R-TOOL-7).
+The stopped executor ends through its normal exit protocol
 with the ``stopped`` epitaph (R-TERM-1, R-TERM-4): nobody is woken.
 
 This module is on a light import path: no JSON, no git beyond the existence
@@ -400,7 +401,13 @@ def stop(
         fresh = confirm(found, inboxes, sleep=sleep)
         if not fresh:
             break
-        report.killed.extend(signal_and_wait(fresh, deadline_s=deadline_s, sleep=sleep))
+        killed = signal_and_wait(fresh, deadline_s=deadline_s, sleep=sleep)
+        if killed:  # R-TOOL-7: a killed executor's tool processes go with it
+            from lernie_ref.substrate.shell import kill_marked
+
+            for holder in killed:
+                kill_marked(ws.root, holder.agent)
+        report.killed.extend(killed)
         report.signalled.extend(fresh)
         signalled_pids.update(h.pid for h in fresh)
     return report

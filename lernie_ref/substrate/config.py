@@ -11,11 +11,12 @@ or an unknown key is a :class:`~lernie_ref.core.errors.ConfigError`, never a sil
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from lernie_ref.core.errors import ConfigError, ContainmentError
+from lernie_ref.core.tooldefs import ALL_TOOLS, DEFAULT_TOOLS
 from lernie_ref.substrate import guarded
 from lernie_ref.substrate.preflight import DEFAULT_TEXT as DEFAULT_TEXT
 from lernie_ref.substrate.preflight import MODELS, unknown_model
@@ -54,6 +55,7 @@ class ProviderSettings:
 
 
 PROVIDERS = ("anthropic", "openai")
+TABLES = (*PROVIDERS, "agent_tools")
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,16 @@ class Config:
     """Model calls one agent may make before it stops as ``budget-exhausted``."""
     model_timeout: float = 600.0
     """Seconds one ``command`` model call may take before its process group is killed."""
+    tools: tuple[str, ...] = DEFAULT_TOOLS
+    """R-TOOL-1: the tools every agent is offered (``bash`` only when listed)."""
+    agent_tools: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """R-TOOL-1: the ``[agent_tools]`` table: an agent id or display name → that agent's
+    tools, in place of ``tools``."""
+    tool_timeout: float = 120.0
+    """R-TOOL-4: seconds one ``bash`` call may run before its processes are killed."""
+    tool_output_cap: int = 65536
+    """R-TOOL-3, R-TOOL-4: bytes of a file (``read_file``) or of each of a command's
+    stdout and stderr (``bash``) a tool result holds; the rest is cut with a marker."""
     anthropic: ProviderSettings = field(
         default_factory=lambda: ProviderSettings(model=DEFAULT_ANTHROPIC_MODEL)
     )
@@ -75,7 +87,17 @@ class Config:
     )
     """The ``[openai]`` table (``model = "openai"``)."""
 
-
+    def tools_for(self, agent_id: str, name: Callable[[], str]) -> tuple[str, ...]:
+        """R-TOOL-1: ``agent_id``'s tools: its ``[agent_tools]`` entry by id, else by its
+        display name (``name`` is asked only when the table has entries), else ``tools``."""
+        if not self.agent_tools:
+            return self.tools
+        if agent_id in self.agent_tools:
+            return self.agent_tools[agent_id]
+        shown = name()
+        if shown and shown in self.agent_tools:
+            return self.agent_tools[shown]
+        return self.tools
 
 
 def write_default(ws: Path) -> Path:
@@ -107,11 +129,30 @@ def _check(name: str, value: object, default: object, where: str) -> object:
         raise ConfigError(f"{where}: step_budget must be at least 1, not {value}")
     if name == "model" and value == "":
         raise ConfigError(f"{where}: model must not be empty")
+    if name == "tool_output_cap" and isinstance(value, int) and value < 1:
+        raise ConfigError(f"{where}: tool_output_cap must be at least 1, not {value}")
     return value
+
+
+def _tools(value: object, where: str) -> tuple[str, ...]:
+    """R-TOOL-1: a list of known tool names, each once."""
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: tools must be a list of tool names")
+    names = tuple(str(v) for v in value)
+    for name in names:
+        if name not in ALL_TOOLS:
+            raise ConfigError(
+                f"{where}: unknown tool {name!r} (the tools are {', '.join(ALL_TOOLS)})"
+            )
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{where}: a tool is listed twice")
+    return names
 
 
 def _from_env(name: str, raw: str, default: object) -> object:
     var = ENV_PREFIX + name.upper()
+    if name == "tools":
+        return [part.strip() for part in raw.split(",") if part.strip()]
     if isinstance(default, bool):
         if raw not in ("true", "false"):
             raise ConfigError(f"{var}={raw!r}: expected true or false")
@@ -186,7 +227,7 @@ def load(ws: Path, env: Mapping[str, str]) -> Config:
     import tomllib
 
     path = ws / CONFIG_FILE
-    fields = {f.name: f.default for f in dataclasses.fields(Config) if f.name not in PROVIDERS}
+    fields = {f.name: f.default for f in dataclasses.fields(Config) if f.name not in TABLES}
     values: dict[str, object] = {}
     try:  # a regular file directly under the root, never read through a link (R-WS-7)
         with guarded.open_root(ws) as root:
@@ -205,13 +246,26 @@ def load(ws: Path, env: Mapping[str, str]) -> Config:
     for key, value in table.items():
         if key in PROVIDERS:
             continue
+        if key == "agent_tools":
+            if not isinstance(value, dict):
+                raise ConfigError(f"{path}: agent_tools must be a table ([agent_tools])")
+            values[key] = {
+                str(who): _tools(listed, f"{path} [agent_tools] {who}")
+                for who, listed in value.items()
+            }
+            continue
         if key not in fields:
-            known = ", ".join(sorted([*fields, *(f"[{p}]" for p in PROVIDERS)]))
+            known = ", ".join(sorted([*fields, *(f"[{p}]" for p in TABLES)]))
             raise ConfigError(f"{path}: unknown key {key!r} (known keys: {known})")
+        if key == "tools":
+            values[key] = _tools(value, str(path))
+            continue
         values[key] = _check(key, value, fields[key], str(path))
     for name, default in fields.items():
         raw = env.get(ENV_PREFIX + name.upper())
-        if raw:
+        if raw and name == "tools":
+            values[name] = _tools(_from_env(name, raw, default), ENV_PREFIX + "TOOLS")
+        elif raw:
             values[name] = _check(
                 name, _from_env(name, raw, default), default, ENV_PREFIX + name.upper()
             )

@@ -47,13 +47,19 @@ def _reap() -> None:
             _LAUNCHED.remove(pid)
 
 
+TOOL_MARKS = ("LERNIE_TOOL_WS", "LERNIE_TOOL_AGENT")
+"""The environment marks of a tool's processes (R-TOOL-7). A driver launched from inside
+a tool (a ``lernie message`` run by ``bash``) is not one of them: it never carries them."""
+
+
 class AdvanceLauncher:
     """R-LAUNCH-2: the production launcher, ``<argv_prefix> advance <ws> <id>`` detached.
 
     The driver runs in its own session (a stop cascade aimed at the launcher's
     group never reaches it), with stdin/stdout on ``/dev/null``, stderr appended to
     ``<ws>/steps/<id>/driver.log``, and ``LERNIE_LOCK_FD`` removed (a launched
-    driver acquires; only an exec'd successor adopts). No other descriptor is
+    driver acquires; only an exec'd successor adopts) and so are the tool marks
+    (:data:`TOOL_MARKS`). No other descriptor is
     inherited: the library opens every descriptor close-on-exec, and any inheritable
     one the process was handed is closed in the spawn. Signals the
     interpreter ignores (``SIGPIPE``, ``SIGXFSZ``) are reset to their defaults in the
@@ -77,7 +83,7 @@ class AdvanceLauncher:
             raise LaunchError(io_text(exc)) from None
         except ContainmentError as exc:
             raise LaunchError(str(exc)) from None
-        env = {k: v for k, v in os.environ.items() if k != LOCK_FD_ENV}
+        env = {k: v for k, v in os.environ.items() if k != LOCK_FD_ENV and k not in TOOL_MARKS}
         argv = [*self.argv_prefix, "advance", os.fspath(ws), agent_id]
         actions = [
             (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),

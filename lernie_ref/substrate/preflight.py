@@ -45,8 +45,10 @@ KEY_VARS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
 RECORD_FILE = "model.json"
 """R-STEP-9: ``steps/<id>/model.json``, the model an agent was created with."""
 SCRIPTED_RECORD = b'{"model": "scripted"}\n'
-NOT_SETTINGS = frozenset({"LERNIE_CONV_BRANCH", "LERNIE_LOCK_FD", "LERNIE_AGENT"})
-"""``LERNIE_*`` variables that are not configuration (R-ID-7, R-LOCK-4, the command model's)."""
+NOT_SETTINGS = frozenset({"LERNIE_CONV_BRANCH", "LERNIE_LOCK_FD", "LERNIE_AGENT",
+                          "LERNIE_TOOL_WS", "LERNIE_TOOL_AGENT"})
+"""``LERNIE_*`` variables that are not configuration (R-ID-7, R-LOCK-4, the command model's,
+a tool process's marks, R-TOOL-4)."""
 
 Spec = dict[str, object]
 """A model and its settings: ``{"model": <name>, …}`` (see :func:`spec_of`)."""
@@ -71,6 +73,23 @@ step_budget = 100
 # Seconds a "command" model may take for one answer; then its process group is
 # killed and the step fails (nothing is committed; the next touch tries again).
 model_timeout = 600.0
+
+# The tools every agent is offered (LERNIE_TOOLS="a,b,c" overrides). "bash" runs
+# any shell command with your own rights inside the agent's worktree: it is not
+# contained, so it is off unless you add it. The file tools (read_file, cd,
+# apply_patch) never reach outside the agent's worktree. Also "multi_tool".
+tools = ["message", "dispatch", "read_file", "cd", "apply_patch"]
+
+# Tools for one agent instead, by its display name or its id, e.g.
+# [agent_tools]
+# tester = ["message", "read_file", "cd", "bash"]
+
+# Seconds one bash call may run before it is killed with every process it started.
+tool_timeout = 120.0
+
+# Bytes of a file read, or of each of a command's stdout and stderr, that a tool
+# result keeps; the rest is cut with a marker.
+tool_output_cap = 65536
 
 # Settings of the provider adapters (all optional), e.g.
 # [anthropic]

@@ -184,9 +184,6 @@ class RefOids:
         return sorted(r[start:] for r in self.oids if r.startswith(AGENT_REF_PREFIX) and
                       len(r) > start)
 
-    def has_marks(self) -> bool:
-        return any(r.startswith(MARK_REF_PREFIX) for r in self.oids)
-
     def agent_oids(self, agent: str) -> AgentOids | None:
         tip = self.oids.get(AGENT_REF_PREFIX + agent)
         if tip is None:

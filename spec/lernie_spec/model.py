@@ -867,14 +867,16 @@ def lost_launch(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
 
 def settle_window(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     """R-STEP-2 settle a trailing orphan tool window with is_error results (renamed,
-    then committed: one step, or two under `Scope.split_commit`)."""
+    then committed: one step, or two under `Scope.split_commit`). A call whose
+    executor died mid-call is settled `died` here; its tool's leftover processes
+    are killed first (R-TOOL-7: processes are not protocol state, so that is all)."""
     p = st.procs[i]
     ag = st.agents[p.agent]._replace(window=Window.CLOSED, call_due=True)
     ag = _executor_entry(ag, Entry(EntryKind.TOOL_RESULT), scope.split_commit)
     s = st._replace(agents=_set_agent(st, p.agent, ag))
     q = p._replace(pc=Pc.COMMIT_STEP) if scope.split_commit else _hop_start(s, prof, scope, p)
-    return [(Step("R-STEP-2", i, "settle orphan tool_use", Action.SETTLE_WINDOW),
-             _put(s, i, q))]
+    return [(Step("R-STEP-2", i, "settle orphan tool_use", Action.SETTLE_WINDOW,
+                  also=("R-TOOL-7",)), _put(s, i, q))]
 
 
 def drain_list(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
@@ -1083,7 +1085,13 @@ def commit_step(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
 def tool_result(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     """R-LOCK-3 commit the tool result, stop check, then exec the successor hop
     with the lease kept (the baton; adoption R-LOCK-4 is the same process).
-    A stop flag seen here ends the step `stopped` (R-TERM-6, R-STOP-6)."""
+    A stop flag seen here ends the step `stopped` (R-TERM-6, R-STOP-6).
+
+    Every work tool's outcome is this one step: success, an error result or a
+    timeout (R-TOOL-4) commit one result, the work it did riding in that commit
+    (R-TOOL-8); a stop during a call commits its `interrupted:` result and takes
+    the stop branch; a crash during the call is the crash class at this pc, whose
+    open window the next hop settles (`settle_window`, R-TOOL-7)."""
     p = st.procs[i]
     a = p.agent
     if p.stop_flag and not prof.stop_settles_window:
@@ -1097,7 +1105,7 @@ def tool_result(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
         return [(step._replace(also=("R-TERM-6", "R-STOP-6")), s2) for step, s2 in
                 _terminate(_put(s, i, q), prof, scope, i, STOPPED, "tool result; stop flag seen")]
     out: Succ = [(Step("R-LOCK-3", i, "commit tool result; exec successor hop (lease kept)",
-                       Action.TOOL_RESULT, also=("R-LOCK-4",)),
+                       Action.TOOL_RESULT, also=("R-LOCK-4", "R-TOOL-4", "R-TOOL-8")),
                   _put(s, i, q._replace(pc=Pc.COMMIT_STEP) if split
                        else _hop_start(s, prof, scope, q)))]
     if st.budget.crashes and not scope.split_commit:
@@ -1542,6 +1550,9 @@ RULES: dict[str, Callable[..., object]] = {
     "R-STOP-1": stop_agent,
     "R-STOP-3": stop_agent,
     "R-STOP-6": tool_result,
+    "R-TOOL-4": tool_result,
+    "R-TOOL-7": settle_window,
+    "R-TOOL-8": tool_result,
 }
 
 NOT_MODELLED: dict[str, str] = {
@@ -1581,6 +1592,11 @@ NOT_MODELLED: dict[str, str] = {
     "R-STOP-2": "holder discovery via /proc: the model flags the holder directly",
     "R-STOP-4": "signal delivery: the model sets the holder's flag",
     "R-STOP-5": "SIGKILL deadline: a kill is a crash",
+    "R-TOOL-1": "which tools an agent is offered: configuration, the tool call is a choice",
+    "R-TOOL-2": "path containment of the file tools",
+    "R-TOOL-3": "file contents and the current directory are not protocol state",
+    "R-TOOL-5": "patch grammar and file contents: one tool call, one result",
+    "R-TOOL-6": "several calls in one: one tool call, one result",
     "R-STATUS-1": "read-only report",
     "R-STATUS-2": "read-only report",
     "R-STATUS-3": "read-only report",

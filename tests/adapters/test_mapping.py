@@ -16,8 +16,7 @@ from lernie_ref.core.entry import render_model_entry, render_tool_entry, tool_re
 from lernie_ref.core.errors import ModelError
 from lernie_ref.substrate.config import ProviderSettings
 from lernie_ref.substrate.transcript import load, wire_messages
-
-from .dialects import DIALECTS, Dialect, transcript_files
+from tests.support.dialects import DIALECTS, Dialect, transcript_files
 
 THINK = {"type": "thinking", "text": "let me see", "signature": "sig-1"}
 USE = {"type": "tool_use", "id": "t1", "name": "message", "input": {"agent": "b", "content": "hi"}}

@@ -12,15 +12,15 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, wait_quiescent
-from driver.util import lock_is_free, names
 
 from lernie_ref.inbox import RecordingLauncher, cli_prompt
 from lernie_ref.substrate.preflight import write_record
 from lernie_ref.substrate.workspace import Workspace
-
-from .dialects import DIALECTS, KEY, Dialect, transcript_files
-from .stub import Answer, serving
+from tests.support.dialects import DIALECTS, KEY, Dialect, transcript_files
+from tests.support.provider_stub import Answer, serving
+from tests.support.readers import lock_is_free, names
+from tests.support.runners import run_cli
+from tests.support.waits import wait_quiescent
 
 ids = [d.name for d in DIALECTS]
 
@@ -92,7 +92,8 @@ def test_r_step_8_dispatch_message_answer_end_to_end(ws: Workspace, dialect: Dia
         declared = [
             t["name"] if dialect.name == "anthropic" else t["function"]["name"] for t in tools
         ]
-        assert declared == ["message", "dispatch"]
+        # R-TOOL-1: the default tools (every contained tool, no shell)
+        assert declared == ["message", "dispatch", "read_file", "cd", "apply_patch"]
         messages = dialect.conversation(request.body)
         hits = [
             (agent, k)

@@ -8,12 +8,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, wait_quiescent
-from driver.util import lock_is_free, names
 
 from lernie_ref.core.errors import ConfigError
 from lernie_ref.substrate.config import CONFIG_FILE, Config, ProviderSettings, load
 from lernie_ref.substrate.workspace import Workspace
+from tests.support.readers import lock_is_free, names
+from tests.support.runners import run_cli
+from tests.support.waits import wait_quiescent
 
 
 def test_r_step_6_model_timeout_from_file_and_environment(tmp_path: Path) -> None:

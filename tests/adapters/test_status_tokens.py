@@ -7,9 +7,9 @@ import shlex
 import sys
 from pathlib import Path
 
-from conftest import run_cli, wait_quiescent
-
 from lernie_ref.substrate.workspace import Workspace
+from tests.support.runners import run_cli
+from tests.support.waits import wait_quiescent
 
 
 def test_r_status_4_tokens_per_agent_and_total(ws: Workspace, tmp_path: Path) -> None:

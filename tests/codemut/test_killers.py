@@ -14,8 +14,6 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from conftest import run_cli, wait_quiescent
-
 from lernie_ref.actors.sweep import REVIVE_LIMIT, scan
 from lernie_ref.core.clock import SystemClock
 from lernie_ref.core.vocab import AGENT_REF_PREFIX
@@ -26,8 +24,10 @@ from lernie_ref.substrate.deposit import CHUNK, ContentStream, deposit
 from lernie_ref.substrate.refsnap import RefFiles
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import FixedClock, Inline, Point
-from tests.driver.util import entries, inbox_names, worktree_clean
-from tests.operator_verbs.opkit import spawn_holder
+from tests.support.processes import spawn_holder
+from tests.support.readers import entries, inbox_names, worktree_clean
+from tests.support.runners import run_cli
+from tests.support.waits import wait_quiescent
 
 
 def _reap(proc: subprocess.Popen[str]) -> None:

@@ -16,6 +16,8 @@ from lernie_stateful.audit import audit
 from lernie_stateful.conform.adapter import AdapterError, installed, layout_of, load, parse
 from lernie_stateful.conform.session import prepared
 
+from tests.support.waits import wait_quiescent
+
 BASE = '''
 name = "fmt"
 command = ["{tool}/bin/impl"]
@@ -122,8 +124,6 @@ def _workspace(tmp_path: Path) -> tuple[Path, str]:
     subprocess.run([*run, "new", str(ws)], env=env, check=True, capture_output=True)
     aid = subprocess.run([*run, "prompt", str(ws), "hello"], env=env, check=True,
                          capture_output=True, text=True).stdout.strip()
-    from conftest import wait_quiescent
-
     wait_quiescent(ws)
     return ws, aid
 

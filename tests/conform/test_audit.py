@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from lernie_stateful.audit import Finding, audit
 
-from conform.wskit import blob, build_team, commit, copy_ws, entries_at, git, history
+from tests.support.history import blob, commit, copy_ws, entries_at, git, history
+from tests.support.scenarios import build_team
 
 
 @pytest.fixture(scope="module")

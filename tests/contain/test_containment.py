@@ -17,7 +17,10 @@ import pytest
 
 from lernie_ref.core.errors import ContainmentError
 from lernie_ref.substrate import guarded
-from tests.contain.kit import World, cli, make_world, snapshot, wait_quiescent
+from tests.support.runners import run_cli_bytes
+from tests.support.scenarios import World, make_world
+from tests.support.snapshots import snapshot_with_mtimes
+from tests.support.waits import wait_quiescent
 
 TARGETS = [
     "inbox",
@@ -54,20 +57,20 @@ def _link_out(world: World, rel: str) -> Path:
 
 def _every_verb(world: World) -> None:
     ws, root, child = str(world.ws.root), world.root, world.child
-    cli("message", ws, root, "a message to the root")
-    cli("message", ws, "kid", "a message to the child, by name")
-    cli("advance", ws, root)
-    cli("advance", ws, child)
-    cli("dispatch", ws, root, "a new child", "--name", "second")
-    cli("prompt", ws, "a new root")
-    cli("message", ws, root, "-", stdin=b"from standard input")
-    cli("scan", ws)
-    cli("status", ws)
-    cli("log", ws, root)
-    cli("stop", ws, root)
+    run_cli_bytes("message", ws, root, "a message to the root")
+    run_cli_bytes("message", ws, "kid", "a message to the child, by name")
+    run_cli_bytes("advance", ws, root)
+    run_cli_bytes("advance", ws, child)
+    run_cli_bytes("dispatch", ws, root, "a new child", "--name", "second")
+    run_cli_bytes("prompt", ws, "a new root")
+    run_cli_bytes("message", ws, root, "-", stdin=b"from standard input")
+    run_cli_bytes("scan", ws)
+    run_cli_bytes("status", ws)
+    run_cli_bytes("log", ws, root)
+    run_cli_bytes("stop", ws, root)
     wait_quiescent(world.ws)
-    cli("advance", ws, root)
-    cli("scan", ws)
+    run_cli_bytes("advance", ws, root)
+    run_cli_bytes("scan", ws)
     wait_quiescent(world.ws)
 
 
@@ -78,15 +81,15 @@ def test_r_ws_7_a_symlinked_protocol_path_gets_no_write_outside(
     world = make_world(tmp_path)
     rel = template.format(root=world.root, child=world.child)
     _link_out(world, rel)
-    before = snapshot(world.outside)
+    before = snapshot_with_mtimes(world.outside)
     _every_verb(world)
-    assert snapshot(world.outside) == before
+    assert snapshot_with_mtimes(world.outside) == before
 
 
 def test_r_ws_7_a_refused_link_is_one_line_naming_the_path(tmp_path: Path) -> None:
     world = make_world(tmp_path)
     _link_out(world, f"inbox/{world.root}")
-    proc = cli("message", str(world.ws.root), world.root, "x")
+    proc = run_cli_bytes("message", str(world.ws.root), world.root, "x")
     assert proc.returncode == 1 and proc.stdout == b""
     line = proc.stderr.decode()
     assert line.count("\n") == 1
@@ -97,9 +100,9 @@ def test_r_ws_7_the_workspace_root_may_be_a_symlink(tmp_path: Path) -> None:
     world = make_world(tmp_path)
     alias = tmp_path / "alias"
     alias.symlink_to(world.ws.root)
-    assert cli("message", str(alias), world.root, "via the alias").returncode == 0
+    assert run_cli_bytes("message", str(alias), world.root, "via the alias").returncode == 0
     wait_quiescent(alias)
-    log = cli("log", str(alias), world.root)
+    log = run_cli_bytes("log", str(alias), world.root)
     assert b"via the alias" in log.stdout
 
 

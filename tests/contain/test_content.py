@@ -12,7 +12,9 @@ import pytest
 
 from lernie_ref.core.frontmatter import sender_of, split_frontmatter, terminal_ref_of
 from lernie_ref.substrate.lock import try_acquire
-from tests.contain.kit import World, cli, make_world, one_line, wait_quiescent
+from tests.support.runners import one_line, run_cli_bytes
+from tests.support.scenarios import World, make_world
+from tests.support.waits import wait_quiescent
 
 HEAD = b"---\nfrom: user\ndeposited_at: "
 
@@ -80,14 +82,14 @@ def test_r_cli_7_file_content_for_message_prompt_and_dispatch(tmp_path: Path) ->
     lock = try_acquire(world.ws.inbox_dir(world.root))
     assert lock is not None
     try:
-        assert cli("message", ws, "lead", "--file", str(source)).returncode == 0
+        assert run_cli_bytes("message", ws, "lead", "--file", str(source)).returncode == 0
         (deposit,) = _pending(world, world.root)
         assert deposit.read_bytes().endswith(b"---\n" + source.read_bytes())
     finally:
         lock.release()
     wait_quiescent(world.ws)
-    child = cli("dispatch", ws, world.root, "--file", str(source), "--name", "filed")
-    root = cli("prompt", ws, "-", "--name", "piped", stdin=source.read_bytes())
+    child = run_cli_bytes("dispatch", ws, world.root, "--file", str(source), "--name", "filed")
+    root = run_cli_bytes("prompt", ws, "-", "--name", "piped", stdin=source.read_bytes())
     wait_quiescent(world.ws)
     for made in (child, root):
         assert made.returncode == 0, made.stderr
@@ -107,7 +109,8 @@ def test_r_dep_4_content_with_its_own_frontmatter_forges_nothing(tmp_path: Path)
     lock = try_acquire(world.ws.inbox_dir(world.root))
     assert lock is not None
     try:
-        assert cli("message", str(world.ws.root), world.root, "-", stdin=forged).returncode == 0
+        sent = run_cli_bytes("message", str(world.ws.root), world.root, "-", stdin=forged)
+        assert sent.returncode == 0
         (deposit,) = _pending(world, world.root)
     finally:
         lock.release()
@@ -116,9 +119,9 @@ def test_r_dep_4_content_with_its_own_frontmatter_forges_nothing(tmp_path: Path)
     assert terminal_ref_of(text) is None  # not a result: no parked obituary, a launch is owed
     epitaph, response = split_frontmatter(text)
     assert epitaph == "" and response is not None and response.startswith("---\nfrom: ")
-    assert cli("advance", str(world.ws.root), world.root).returncode == 0
+    assert run_cli_bytes("advance", str(world.ws.root), world.root).returncode == 0
     wait_quiescent(world.ws)
-    log = cli("log", str(world.ws.root), world.root).stdout.decode()
+    log = run_cli_bytes("log", str(world.ws.root), world.root).stdout.decode()
     assert "003 user\n    ---\n    from: " in log and "· result" not in log
 
 
@@ -131,7 +134,7 @@ def test_r_cli_7_empty_content_is_delivered_as_an_empty_message(tmp_path: Path, 
     lock = try_acquire(world.ws.inbox_dir(world.root))
     assert lock is not None
     try:
-        assert cli("message", str(world.ws.root), world.root, *args).returncode == 0
+        assert run_cli_bytes("message", str(world.ws.root), world.root, *args).returncode == 0
         (deposit,) = _pending(world, world.root)
         data = deposit.read_bytes()
         assert data.startswith(HEAD) and data.endswith(b"Z\n---\n") and data.count(b"\n") == 4
@@ -144,18 +147,18 @@ def test_r_cli_7_bad_content_sources_are_refused_and_nothing_is_left(tmp_path: P
     ws = str(world.ws.root)
     box = world.ws.inbox_dir(world.root)
     before = sorted(os.listdir(box))
-    one_line(cli("message", ws, world.root, "-", stdin=b"ok\xff"), "message", 2)
+    one_line(run_cli_bytes("message", ws, world.root, "-", stdin=b"ok\xff"), "message", 2)
     for args in ([], ["x", "--file", "/dev/null"]):  # neither, or both: argparse usage, exit 2
-        proc = cli("message", ws, world.root, *args)
+        proc = run_cli_bytes("message", ws, world.root, *args)
         assert proc.returncode == 2 and b"usage: lernie message" in proc.stderr
     assert "No such file" in one_line(
-        cli("message", ws, world.root, "--file", str(tmp_path / "absent")), "message"
+        run_cli_bytes("message", ws, world.root, "--file", str(tmp_path / "absent")), "message"
     )
     assert "Is a directory" in one_line(
-        cli("message", ws, world.root, "--file", str(tmp_path)), "message"
+        run_cli_bytes("message", ws, world.root, "--file", str(tmp_path)), "message"
     )
-    one_line(cli("prompt", ws, "-", stdin=b"\xc3("), "prompt", 2)
-    one_line(cli("dispatch", ws, world.root, "-", stdin=b"\xed\xa0\x80"), "dispatch", 2)
+    one_line(run_cli_bytes("prompt", ws, "-", stdin=b"\xc3("), "prompt", 2)
+    one_line(run_cli_bytes("dispatch", ws, world.root, "-", stdin=b"\xed\xa0\x80"), "dispatch", 2)
     assert sorted(os.listdir(box)) == before  # no message, no temp file
     assert os.listdir(world.ws.steps_root / world.root) == ["driver.log"]
-    assert cli("status", ws).stdout.decode().count("\n") == 3  # header + the two agents
+    assert run_cli_bytes("status", ws).stdout.decode().count("\n") == 3  # header + the two agents

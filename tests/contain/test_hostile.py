@@ -10,32 +10,35 @@ from pathlib import Path
 
 import pytest
 
-from tests.contain.kit import World, cli, make_world, one_line, snapshot, wait_quiescent
+from tests.support.runners import one_line, run_cli_bytes
+from tests.support.scenarios import World, make_world
+from tests.support.snapshots import snapshot_with_mtimes
+from tests.support.waits import wait_quiescent
 
 HOSTILE_IDS = ["..", "a/b", "/etc", "../outside", "a\nb", "a\x01b", ".x", "x" * 300, "x" * 10_000]
 
 
 def _quiet_world(tmp_path: Path) -> tuple[World, dict[str, object]]:
     world = make_world(tmp_path)
-    return world, snapshot(tmp_path)
+    return world, snapshot_with_mtimes(tmp_path)
 
 
 @pytest.mark.parametrize("bad", HOSTILE_IDS, ids=range(len(HOSTILE_IDS)))
 def test_r_id_3_hostile_ids_are_one_line_and_write_nothing(tmp_path: Path, bad: str) -> None:
     world, before = _quiet_world(tmp_path)
     ws = str(world.ws.root)
-    one_line(cli("message", ws, bad, "hi"), "message")
-    one_line(cli("advance", ws, bad), "advance")
-    one_line(cli("log", ws, bad), "log")
-    one_line(cli("dispatch", ws, bad, "goal"), "dispatch")
-    assert snapshot(tmp_path) == before
+    one_line(run_cli_bytes("message", ws, bad, "hi"), "message")
+    one_line(run_cli_bytes("advance", ws, bad), "advance")
+    one_line(run_cli_bytes("log", ws, bad), "log")
+    one_line(run_cli_bytes("dispatch", ws, bad, "goal"), "dispatch")
+    assert snapshot_with_mtimes(tmp_path) == before
 
 
 def test_r_cli_2_a_leading_dash_is_a_usage_error(tmp_path: Path) -> None:
     world, before = _quiet_world(tmp_path)
-    proc = cli("message", str(world.ws.root), "-x", "hi")
+    proc = run_cli_bytes("message", str(world.ws.root), "-x", "hi")
     assert proc.returncode == 2 and proc.stdout == b""
-    assert snapshot(tmp_path) == before
+    assert snapshot_with_mtimes(tmp_path) == before
 
 
 HOSTILE_NAMES = ["..", "a/b", "/abs", "a\nb", "a\x01b", "a\x7fb", "-x", ".x", "a b", "n" * 65,
@@ -48,15 +51,15 @@ def test_r_id_8_hostile_names_are_refused_before_anything_is_created(
 ) -> None:
     world, before = _quiet_world(tmp_path)
     ws = str(world.ws.root)
-    line = one_line(cli("prompt", ws, "hi", f"--name={bad}"), "prompt")
-    one_line(cli("dispatch", ws, world.root, "goal", f"--name={bad}"), "dispatch")
+    line = one_line(run_cli_bytes("prompt", ws, "hi", f"--name={bad}"), "prompt")
+    one_line(run_cli_bytes("dispatch", ws, world.root, "goal", f"--name={bad}"), "dispatch")
     assert "agent name" in line and "\n" not in line
-    assert snapshot(tmp_path) == before
+    assert snapshot_with_mtimes(tmp_path) == before
 
 
 def test_r_id_8_a_name_of_the_maximum_length_is_accepted(tmp_path: Path) -> None:
     world = make_world(tmp_path)
-    proc = cli("prompt", str(world.ws.root), "hi", "--name", "n" * 64)
+    proc = run_cli_bytes("prompt", str(world.ws.root), "hi", "--name", "n" * 64)
     assert proc.returncode == 0, proc.stderr
     wait_quiescent(world.ws)
 
@@ -64,9 +67,11 @@ def test_r_id_8_a_name_of_the_maximum_length_is_accepted(tmp_path: Path) -> None
 @pytest.mark.parametrize("sender", ["../x", "a/b", "a\nb", ".x", "s" * 300])
 def test_r_id_7_hostile_senders_leave_no_message_and_no_temp(tmp_path: Path, sender: str) -> None:
     world, before = _quiet_world(tmp_path)
-    proc = cli("message", str(world.ws.root), world.root, "hi", env={"LERNIE_CONV_BRANCH": sender})
+    proc = run_cli_bytes(
+        "message", str(world.ws.root), world.root, "hi", env={"LERNIE_CONV_BRANCH": sender}
+    )
     one_line(proc, "message")
-    assert snapshot(tmp_path)["contents"] == before["contents"]  # type: ignore[index]
+    assert snapshot_with_mtimes(tmp_path)["contents"] == before["contents"]  # type: ignore[index]
 
 
 def _pending_message(world: World) -> None:
@@ -75,7 +80,7 @@ def _pending_message(world: World) -> None:
     lock = try_acquire(world.ws.inbox_dir(world.root))
     assert lock is not None
     try:
-        assert cli("message", str(world.ws.root), world.root, "keep me").returncode == 0
+        assert run_cli_bytes("message", str(world.ws.root), world.root, "keep me").returncode == 0
     finally:
         lock.release()
 
@@ -92,12 +97,12 @@ def test_r_drain_7_a_directory_or_a_fifo_under_a_deposit_name_stops_the_drain_cl
     box = world.ws.inbox_dir(world.root)
     (box / "user-007.md").mkdir()
     assert "not a regular file" in one_line(
-        cli("advance", str(world.ws.root), world.root), "advance"
+        run_cli_bytes("advance", str(world.ws.root), world.root), "advance"
     )
     os.rmdir(box / "user-007.md")
     os.mkfifo(box / "user-007.md")  # reading it would block for ever
     assert "not a regular file" in one_line(
-        cli("advance", str(world.ws.root), world.root), "advance"
+        run_cli_bytes("advance", str(world.ws.root), world.root), "advance"
     )
     assert (box / "user-007.md").exists()
 
@@ -109,11 +114,11 @@ def test_r_tr_3_a_directory_where_staging_json_belongs_fails_the_hop_and_loses_n
     staging = world.ws.steps_dir(world.root) / "staging.json"
     staging.mkdir()
     _pending_message(world)
-    one_line(cli("advance", str(world.ws.root), world.root), "advance")
+    one_line(run_cli_bytes("advance", str(world.ws.root), world.root), "advance")
     staging.rmdir()
-    assert cli("advance", str(world.ws.root), world.root).returncode == 0
+    assert run_cli_bytes("advance", str(world.ws.root), world.root).returncode == 0
     wait_quiescent(world.ws)
-    assert "keep me" in cli("log", str(world.ws.root), world.root).stdout.decode()
+    assert "keep me" in run_cli_bytes("log", str(world.ws.root), world.root).stdout.decode()
 
 
 @pytest.mark.parametrize(
@@ -126,7 +131,9 @@ def test_r_lock_4_a_bad_lernie_lock_fd_declines_the_hop(tmp_path: Path, raw: str
     if raw == "wrong-file":
         fd = os.open(tmp_path / "outside", os.O_RDONLY)
         fds, raw = (fd,), str(fd)
-    proc = cli("advance", str(world.ws.root), world.root, env={"LERNIE_LOCK_FD": raw}, pass_fds=fds)
+    proc = run_cli_bytes(
+        "advance", str(world.ws.root), world.root, env={"LERNIE_LOCK_FD": raw}, pass_fds=fds
+    )
     assert "adopt LERNIE_LOCK_FD lease" in one_line(proc, "advance")
     assert _still_pending(world)
 
@@ -147,9 +154,9 @@ def test_r_step_6_a_hostile_lernie_toml_fails_the_hop_with_one_line(
     world = make_world(tmp_path)
     _pending_message(world)  # before: `lernie message` refuses a bad configuration (R-CLI-8)
     (world.ws.root / "lernie.toml").write_bytes(CONFIGS[case])
-    one_line(cli("advance", str(world.ws.root), world.root), "advance")
+    one_line(run_cli_bytes("advance", str(world.ws.root), world.root), "advance")
     assert _still_pending(world) or case == "missing command"
-    assert snapshot(world.outside)["contents"] == {}  # type: ignore[index]
+    assert snapshot_with_mtimes(world.outside)["contents"] == {}  # type: ignore[index]
 
 
 def test_r_step_6_a_directory_as_lernie_toml_is_one_line(tmp_path: Path) -> None:
@@ -157,7 +164,8 @@ def test_r_step_6_a_directory_as_lernie_toml_is_one_line(tmp_path: Path) -> None
     _pending_message(world)  # before: `lernie message` refuses a bad configuration (R-CLI-8)
     os.unlink(world.ws.root / "lernie.toml")
     (world.ws.root / "lernie.toml").mkdir()
-    assert "lernie.toml" in one_line(cli("advance", str(world.ws.root), world.root), "advance")
+    proc = run_cli_bytes("advance", str(world.ws.root), world.root)
+    assert "lernie.toml" in one_line(proc, "advance")
     assert _still_pending(world)
 
 
@@ -197,12 +205,12 @@ def test_r_step_7_a_tool_use_naming_a_path_is_an_error_result(
     world = make_world(tmp_path)
     env = _model_saying(tmp_path, _tool_reply(name, tool_input))
     _pending_message(world)
-    before = snapshot(world.outside)
-    cli("advance", str(world.ws.root), world.root, env=env)
+    before = snapshot_with_mtimes(world.outside)
+    run_cli_bytes("advance", str(world.ws.root), world.root, env=env)
     wait_quiescent(world.ws)
     tool = sorted((world.ws.worktree(world.root) / "messages").glob("*-tool.json"))[0]
     assert json.loads(tool.read_bytes())[0]["is_error"] is True
-    assert snapshot(world.outside) == before
+    assert snapshot_with_mtimes(world.outside) == before
 
 
 def test_r_step_6_a_deeply_nested_tool_input_fails_the_hop_with_one_line(tmp_path: Path) -> None:
@@ -216,7 +224,7 @@ def test_r_step_6_a_deeply_nested_tool_input_fails_the_hop_with_one_line(tmp_pat
     )
     env = _model_saying(tmp_path, nested)
     _pending_message(world)
-    line = one_line(cli("advance", str(world.ws.root), world.root, env=env), "advance")
+    line = one_line(run_cli_bytes("advance", str(world.ws.root), world.root, env=env), "advance")
     assert "nested deeper than 128" in line
 
 
@@ -225,7 +233,7 @@ def test_r_step_7_a_huge_tool_input_is_delivered_whole(tmp_path: Path) -> None:
     content = "z" * (8 * 1024 * 1024)
     env = _model_saying(tmp_path, _tool_reply("message", {"agent": "kid", "content": content}))
     _pending_message(world)
-    cli("advance", str(world.ws.root), world.root, env=env)
+    run_cli_bytes("advance", str(world.ws.root), world.root, env=env)
     wait_quiescent(world.ws)
     delivered = [p.read_text() for p in (world.ws.worktree(world.child) / "messages").glob("*.md")]
     assert any(text.endswith("\n---\n" + content) for text in delivered)
@@ -268,19 +276,19 @@ def test_r_dep_6_a_full_disk_during_deposit_delivery_and_commit_loses_nothing(
         # deposit: content larger than what is left → refused, no temp, no half message
         big = b"b" * (512 * 1024)
         assert "No space left" in one_line(
-            cli("message", ws, world.root, "-", stdin=big), "message"
+            run_cli_bytes("message", ws, world.root, "-", stdin=big), "message"
         )
         assert set(os.listdir(box)) == names
         os.unlink(filler)
         # delivery and commit with no space: the hop fails, the message is never lost
         _pending_message(world)
         filler = _fill(mount, 0)
-        proc = cli("advance", ws, world.root)
+        proc = run_cli_bytes("advance", ws, world.root)
         assert proc.returncode == 1 and len(proc.stderr.splitlines()) == 1, proc.stderr
         os.unlink(filler)
-        assert cli("advance", ws, world.root).returncode == 0
+        assert run_cli_bytes("advance", ws, world.root).returncode == 0
         wait_quiescent(world.ws)
-        log = cli("log", ws, world.root).stdout.decode()
+        log = run_cli_bytes("log", ws, world.root).stdout.decode()
         assert log.count(" user\n    keep me\n") == 1
         assert not [n for n in os.listdir(box) if n.endswith(".tmp")]
     finally:

@@ -21,7 +21,10 @@ from pathlib import Path
 import pytest
 
 from lernie_ref.substrate.lock import try_acquire
-from tests.contain.kit import World, make_world, one_line, snapshot, wait_quiescent
+from tests.support.runners import one_line
+from tests.support.scenarios import World, make_world
+from tests.support.snapshots import snapshot_with_mtimes
+from tests.support.waits import wait_quiescent
 
 NOBODY = 65534
 _CHECKOUT = Path(__file__).resolve().parents[2]
@@ -137,11 +140,11 @@ def nobody() -> Iterator[Nobody]:
 
 
 def _outside_untouched(nb: Nobody, before: dict[str, object]) -> None:
-    assert snapshot(nb.world.outside) == before
+    assert snapshot_with_mtimes(nb.world.outside) == before
 
 
 def test_r_drain_7_an_unreadable_deposit_stops_the_drain_and_loses_nothing(nobody: Nobody) -> None:
-    nb, before = nobody, snapshot(nobody.world.outside)
+    nb, before = nobody, snapshot_with_mtimes(nobody.world.outside)
     nb.park("first")
     nb.park("second")
     first, second = nb.pending()
@@ -169,7 +172,7 @@ def test_r_drain_7_an_unreadable_deposit_stops_the_drain_and_loses_nothing(nobod
 
 
 def test_r_ws_7_an_unreadable_inbox_refuses_message_and_scan(nobody: Nobody) -> None:
-    nb, before = nobody, snapshot(nobody.world.outside)
+    nb, before = nobody, snapshot_with_mtimes(nobody.world.outside)
     box = nb.world.ws.inbox_dir(nb.world.root)
     box.chmod(0)
     line = one_line(nb.cli("message", nb.ws, nb.world.root, "lost?"), "message")
@@ -187,7 +190,7 @@ def test_r_ws_7_an_unreadable_inbox_refuses_message_and_scan(nobody: Nobody) -> 
 def test_r_step_5_an_unreadable_messages_dir_fails_the_hop_and_status_shows_it(
     nobody: Nobody,
 ) -> None:
-    nb, before = nobody, snapshot(nobody.world.outside)
+    nb, before = nobody, snapshot_with_mtimes(nobody.world.outside)
     messages = nb.world.ws.worktree(nb.world.root) / "messages"
     nb.park("held")
     messages.chmod(0)
@@ -211,7 +214,7 @@ def test_r_step_5_an_unreadable_messages_dir_fails_the_hop_and_status_shows_it(
 
 
 def test_r_step_6_an_unreadable_lernie_toml_fails_the_hop_with_one_line(nobody: Nobody) -> None:
-    nb, before = nobody, snapshot(nobody.world.outside)
+    nb, before = nobody, snapshot_with_mtimes(nobody.world.outside)
     toml = nb.world.ws.root / "lernie.toml"
     nb.park("wait for config")
     toml.chmod(0)

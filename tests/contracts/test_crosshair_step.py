@@ -25,7 +25,7 @@ def test_crosshair_step_reports_confirmed_and_sampled_conditions(tmp_path: Path)
     report = tmp_path / "report.json"
     proc = subprocess.run(
         [sys.executable, str(SCRIPT), "--per-condition-timeout", "1", "--json", str(report),
-         "contracts.bounded.parked_by_epitaph", "lernie_ref.core.ids.depth"],
+         "tests.support.bounded.parked_by_epitaph", "lernie_ref.core.ids.depth"],
         capture_output=True, text=True, cwd=ROOT, timeout=300,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -1,6 +1,6 @@
 """Plant one bug per contract in a scratch copy of the package: CrossHair must report each.
 
-Every case copies ``lernie_ref/`` and the harness module ``tests/contracts/bounded.py``
+Every case copies ``lernie_ref/`` and the harness module ``tests/support/bounded.py``
 into its own directory under ``tmp_path``, replaces one exact snippet of the real
 source (the test fails loudly if the snippet is gone, so it cannot silently test
 nothing), and runs ``python -m crosshair check --analysis_kind=PEP316`` on the
@@ -54,62 +54,62 @@ PLANTS = (
           "lernie_ref.core.frontmatter.parse_u32"),
     Plant("lines-are-splitlines", "R-DEP-9", "lernie_ref/core/frontmatter.py",
           '*ended, last = s.split("\\n")', "*ended, last = s.splitlines() + ['']",
-          "contracts.bounded.lines_small"),
+          "tests.support.bounded.lines_small"),
     Plant("trim-is-python-strip", "R-DEP-9", "lernie_ref/core/frontmatter.py",
           "while start < end and s[start] in _RUST_WS:",
           "while start < end and (s[start] in _RUST_WS or s[start].isspace()):",
-          "contracts.bounded.trim_edges"),
+          "tests.support.bounded.trim_edges"),
     Plant("sender-split-at-first-hyphen", "R-DEP-9", "lernie_ref/core/frontmatter.py",
           'sender, dash, tail = stem.rpartition("-")', 'sender, dash, tail = stem.partition("-")',
           "lernie_ref.core.frontmatter.deposit_name"),
     Plant("temp-file-read-as-deposit", "R-DEP-9", "lernie_ref/core/frontmatter.py",
           'if not sender or sender.startswith("."):', "if not sender:",
-          "contracts.bounded.sender_small"),
+          "tests.support.bounded.sender_small"),
     Plant("next-number-reuses-the-largest", "R-DEP-2", "lernie_ref/core/frontmatter.py",
           "return best + 1", "return max(best, 1)",
-          "contracts.bounded.next_number"),
+          "tests.support.bounded.next_number"),
     Plant("ref-scan-runs-past-the-fence", "R-DEP-9", "lernie_ref/core/frontmatter.py",
           "        if line == FENCE:\n            return None\n",
           "        if line == FENCE:\n            continue\n",
-          "contracts.bounded.ref_first_wins"),
+          "tests.support.bounded.ref_first_wins"),
     Plant("first-epitaph-wins", "R-DEP-9", "lernie_ref/core/frontmatter.py",
           "        if value is not None:\n            epitaph = value\n",
           "        if value is not None and not epitaph:\n            epitaph = value\n",
-          "contracts.bounded.epitaph_last_wins"),
+          "tests.support.bounded.epitaph_last_wins"),
     Plant("plain-deposit-gains-a-newline", "R-DEP-4", "lernie_ref/core/frontmatter.py",
           'deposited_at: {iso}\\n---\\n{content}")', 'deposited_at: {iso}\\n---\\n{content}\\n")',
-          "contracts.bounded.plain_roundtrip"),
+          "tests.support.bounded.plain_roundtrip"),
     Plant("grandchild-result-is-own", "R-DEP-10", "lernie_ref/core/frontmatter.py",
           "if parent_of(sender) != agent_id:", 'if not sender.startswith(agent_id + "-"):',
-          "contracts.bounded.debt_window"),
+          "tests.support.bounded.debt_window"),
     Plant("budget-exhausted-warrants", "R-REL-2", "lernie_ref/core/vocab.py",
           "PARKED_EPITAPHS = frozenset({Epitaph.STOPPED.value, Epitaph.BUDGET_EXHAUSTED.value})",
           "PARKED_EPITAPHS = frozenset({Epitaph.STOPPED.value})",
-          "contracts.bounded.parked_by_epitaph"),
+          "tests.support.bounded.parked_by_epitaph"),
     Plant("seen-deposit-relaunches", "R-REL-1", "lernie_ref/actors/release.py",
           "(item.name, item.mtime_ns) not in seen and", "(item.name, item.mtime_ns) and",
-          "contracts.bounded.release_slots"),
+          "tests.support.bounded.release_slots"),
     Plant("entry-split-at-last-hyphen", "R-TR-1", "lernie_ref/core/frontmatter.py",
           'head, dash, origin = stem.partition("-")', 'head, dash, origin = stem.rpartition("-")',
-          "contracts.bounded.entry_name_first_hyphen"),
+          "tests.support.bounded.entry_name_first_hyphen"),
     Plant("debt-window-off-by-one", "R-DEBT-2", "lernie_ref/core/debt.py",
           "if entry.seq <= previous:", "if entry.seq <= previous + 1:",
-          "contracts.bounded.debt_window"),
+          "tests.support.bounded.debt_window"),
     Plant("self-note-asks-for-a-reply", "R-DEBT-3", "lernie_ref/core/debt.py",
           "    if entry.origin == agent_id:\n        return False\n", "",
-          "contracts.bounded.debt_window"),
+          "tests.support.bounded.debt_window"),
     Plant("prompter-counts-results", "R-ADDR-2", "lernie_ref/core/debt.py",
           "if terminal_ref_of(entry.strict_text()) is None:", "if entry.strict_text():",
-          "contracts.bounded.prompter_slots"),
+          "tests.support.bounded.prompter_slots"),
     Plant("tool-side-is-nothing-due", "R-STEP-3", "lernie_ref/core/warrant.py",
           'if history and history[-1][0] in ("user", "tool"):',
           'if history and history[-1][0] == "user":',
-          "contracts.bounded.warrant_slots"),
+          "tests.support.bounded.warrant_slots"),
 )  # fmt: skip
 
 CONTROL_TARGETS = (
     ("lernie_ref.core.ids.is_agent_id", "lernie_ref.core.frontmatter.parse_u32"),
-    ("contracts.bounded.debt_window", "contracts.bounded.warrant_slots"),
+    ("tests.support.bounded.debt_window", "tests.support.bounded.warrant_slots"),
 )
 
 _ERROR = re.compile(r"^\S.*:\d+: error: (?P<msg>.*)$", re.MULTILINE)
@@ -119,9 +119,9 @@ def scratch_copy(where: Path) -> Path:
     """The package and the harness, as importable top-level code under ``where``."""
     skip = shutil.ignore_patterns("__pycache__")
     shutil.copytree(ROOT / "lernie_ref", where / "lernie_ref", ignore=skip)
-    (where / "tests" / "contracts").mkdir(parents=True)
-    shutil.copy(ROOT / "tests" / "contracts" / "bounded.py", where / "tests" / "contracts")
-    (where / "tests" / "contracts" / "__init__.py").write_text("")
+    (where / "tests" / "support").mkdir(parents=True)
+    shutil.copy(ROOT / "tests" / "support" / "bounded.py", where / "tests" / "support")
+    (where / "tests" / "support" / "__init__.py").write_text("")
     return where
 
 
@@ -133,10 +133,11 @@ def plant(where: Path, bug: Plant) -> None:
 
 
 def crosshair(where: Path, *targets: str) -> subprocess.CompletedProcess[str]:
-    """PEP 316 contracts of ``lernie_ref``, or the ``asserts``-style harnesses of ``contracts``."""
-    kind = "asserts" if targets[0].startswith("contracts.") else "PEP316"
+    """PEP 316 contracts of ``lernie_ref``, or the ``asserts``-style harnesses of
+    ``tests.support.bounded``."""
+    kind = "asserts" if targets[0].startswith("tests.support.") else "PEP316"
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(where), str(where / "tests")])
+    env["PYTHONPATH"] = str(where)
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     command = [
         sys.executable, "-m", "crosshair", "check", f"--analysis_kind={kind}",

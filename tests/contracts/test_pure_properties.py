@@ -6,7 +6,7 @@ Each property is a plain function checked by ``@given`` with the default backend
 ``LERNIE_CROSSHAIR_EXAMPLES``, default 12). The rules are stated independently of
 the code (SPEC ids in the test names); the debt and addressing properties run the
 real ``read_entries`` → ``owes_a_reply`` / ``last_prompter`` / ``recipient`` chain
-over real files, and the in-memory core of ``tests/contracts/bounded.py``.
+over real files, and the in-memory core of ``tests/support/bounded.py``.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from contracts import bounded
 from lernie_ref import inbox, reply, reply_debt
 from lernie_ref.core import frontmatter, ids, vocab, warrant
 from lernie_ref.core.entry import Block
 from lernie_ref.substrate import transcript
+from tests.support import bounded
 
 F = TypeVar("F", bound=Callable[..., None])
 Test = Callable[..., None]
@@ -190,7 +190,7 @@ def prop_result_roundtrip(
         assert frontmatter.own_result_ref(child, child, body) is None  # a self-note
 
 
-# The symbolic run of this one is ``contracts.bounded.result_roundtrip`` (confirmed over all
+# The symbolic run of this one is ``tests.support.bounded.result_roundtrip`` (confirmed over all
 # paths by tools/crosshair_check.py): under hypothesis-crosshair a single example can take a
 # minute, since every path encodes five symbolic strings to UTF-8.
 test_r_dep_5_result_roundtrip = settings(max_examples=200, deadline=None)(

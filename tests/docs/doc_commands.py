@@ -489,7 +489,8 @@ def runs_for_real(command: DocCommand, session: Session) -> list[str] | None:
     """The argv to run for real (program name first), or None to leave it at the check.
 
     Cheap and self-contained only: ``lernie new|status|scan`` on a workspace, a
-    ``lernie prompt ... --wait`` on the default scripted model (no ``@sleep``),
+    ``lernie prompt ... --wait`` on the default scripted model (no ``@sleep``, its text
+    on the command line),
     ``lernie-check --list`` and ``--help``."""
     parts = segments(command.text)
     for seg in parts:
@@ -508,6 +509,8 @@ def runs_for_real(command: DocCommand, session: Session) -> list[str] | None:
         if args[0] in ("status", "scan") and len(args) >= 2 and set(args[2:]) <= {"--json"}:
             return ["lernie", *args]
         if args[0] == "prompt" and "--wait" in args and not any("@sleep" in a for a in args):
+            if "--file" in args or "-" in args:
+                return None  # its text is a file the docs had the reader write first
             return ["lernie", *args]
     if seg.program == "lernie-check" and args in (["--list"], ["--help"]):
         return ["lernie-check", *args]

@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import wait_quiescent
 
 from tests.docs.doc_commands import (
     ALLOWED,
@@ -27,6 +26,7 @@ from tests.docs.doc_commands import (
     runs_for_real,
     segments,
 )
+from tests.support.waits import wait_quiescent
 
 DOCS = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
 

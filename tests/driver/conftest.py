@@ -1,21 +1,3 @@
-"""Driver-test fixtures: no detached driver outlives its test, even a failing one."""
+"""No process a test here starts outlives it, even when the test fails."""
 
-from __future__ import annotations
-
-import contextlib
-import os
-import signal
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
-from conftest import processes_mentioning
-
-
-@pytest.fixture(autouse=True)
-def _reap_own_drivers(tmp_path: Path) -> Iterator[None]:
-    yield
-    # Passing tests already waited for their drivers; this only cleans up after a failure.
-    for pid in processes_mentioning(str(tmp_path)):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
+from tests.support.reapers import reap_own_processes  # noqa: F401

@@ -15,15 +15,15 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import run_cli, wait_quiescent
-
 from lernie_ref.inbox import RecordingLauncher, cli_prompt
 from lernie_ref.operator.wait import final_response
 from lernie_ref.substrate.lock import try_acquire
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import poll
-
-from .util import driver_pids, entries, inbox_names, lock_is_free, names, subjects
+from tests.support.processes import driver_pids
+from tests.support.readers import entries, inbox_names, lock_is_free, names, subjects
+from tests.support.runners import run_cli
+from tests.support.waits import wait_quiescent
 
 
 def _prompt(ws: Workspace, text: str, *extra: str, env: dict[str, str] | None = None) -> str:
@@ -285,7 +285,9 @@ def test_r_step_6_command_model_speaks_json_both_ways(ws: Workspace, tmp_path: P
     request = json.loads(seen.read_text())
     assert request["agent"] == root
     assert request["messages"][0]["role"] == "user"
-    assert [t["name"] for t in request["tools"]] == ["message", "dispatch"]
+    assert [t["name"] for t in request["tools"]] == [
+        "message", "dispatch", "read_file", "cd", "apply_patch"
+    ]
     # the environment wins over the file
     proc = run_cli(["prompt", str(ws.root), "again", "--wait"], {"LERNIE_MODEL": "scripted"})
     other = proc.stdout.splitlines()[0]
@@ -305,7 +307,8 @@ def test_r_log_1_log_prints_the_transcript(ws: Workspace) -> None:
         "002 scripted",
         "    → noop({}) [scripted-2-1]",
         "003 tool result error for scripted-2-1",
-        '    lernie tool noop: unknown tool "noop": the tools are `message` and `dispatch`',
+        '    lernie tool noop: unknown tool "noop": the tools are `message`, `dispatch`, '
+        "`read_file`, `cd` and `apply_patch`",
         "004 scripted",
         "    scripted reply to user: log me",
     ]

@@ -10,18 +10,25 @@ import pytest
 from lernie_ref.actors.drain import drain_actor
 from lernie_ref.actors.hop import Outcome, hop_actor
 from lernie_ref.adapters import ModelReply, ModelRequest
-from lernie_ref.core.actor import Stepper, run
+from lernie_ref.core.actor import run
 from lernie_ref.core.clock import SystemClock
 from lernie_ref.core.entry import render_model_entry
 from lernie_ref.core.errors import LernieError, ModelError, UnpairedToolUse
+from lernie_ref.core.stepper import Stepper
 from lernie_ref.core.vocab import Point
 from lernie_ref.inbox import Epitaph, cli_dispatch, cli_message, cli_prompt, deposit
 from lernie_ref.substrate.config import Config
 from lernie_ref.substrate.lock import try_acquire
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import Inline
-
-from .util import entries, inbox_names, lock_is_free, names, subjects, worktree_clean
+from tests.support.readers import (
+    entries,
+    inbox_names,
+    lock_is_free,
+    names,
+    subjects,
+    worktree_clean,
+)
 
 
 def test_r_probe_5_prompt_is_delivered_and_answered(ws: Workspace) -> None:

@@ -24,9 +24,10 @@ from lernie_ref.actors.probe import probe_actor, writer_probe_actor
 from lernie_ref.actors.release import release_actor
 from lernie_ref.actors.sweep import scan_actor
 from lernie_ref.actors.writer import dispatch_actor, message_actor, prompt_actor
-from lernie_ref.core.actor import Actor, Passed, Stepper
+from lernie_ref.core.actor import Actor, Passed
 from lernie_ref.core.clock import SystemClock
 from lernie_ref.core.entry import text_block
+from lernie_ref.core.stepper import Stepper
 from lernie_ref.core.vocab import Epitaph, Point
 from lernie_ref.inbox import cli_dispatch, cli_prompt, deposit, pending
 from lernie_ref.substrate.config import Config

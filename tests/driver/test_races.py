@@ -21,8 +21,9 @@ import pytest
 from lernie_ref.actors import release
 from lernie_ref.actors.hop import Outcome, hop_actor
 from lernie_ref.core import debt
-from lernie_ref.core.actor import Stepper, run
+from lernie_ref.core.actor import run
 from lernie_ref.core.clock import SystemClock
+from lernie_ref.core.stepper import Stepper
 from lernie_ref.core.vocab import Point
 from lernie_ref.inbox import (
     ProbeOutcome,
@@ -34,8 +35,14 @@ from lernie_ref.inbox import (
 )
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import Inline
-
-from .util import entries, inbox_names, lock_is_free, names, subjects, worktree_clean
+from tests.support.readers import (
+    entries,
+    inbox_names,
+    lock_is_free,
+    names,
+    subjects,
+    worktree_clean,
+)
 
 
 def _quiet_root(ws: Workspace, inline: Inline) -> str:

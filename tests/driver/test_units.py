@@ -218,7 +218,9 @@ def test_request_json_shape() -> None:
     data = json.loads(json.dumps(request.to_json()))
     assert data["agent"] == "me"
     assert data["messages"] == [{"role": "user", "content": [{"type": "text", "text": "hello"}]}]
-    assert [t["name"] for t in data["tools"]] == ["message", "dispatch"]
+    assert [t["name"] for t in data["tools"]] == [
+        "message", "dispatch", "read_file", "cd", "apply_patch"
+    ]
 
 
 def test_r_log_1_entries_render_readably() -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from conftest import wait_quiescent
 
 from lernie_ref.core.errors import WaitTimeout
 from lernie_ref.inbox import (
@@ -18,8 +17,8 @@ from lernie_ref.operator.wait import wait_quiescent as wait_tree
 from lernie_ref.substrate.lock import try_acquire
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import Inline, poll
-
-from .util import names
+from tests.support.readers import names
+from tests.support.waits import wait_quiescent
 
 
 def test_tree_is_the_root_and_its_descendants_only(ws: Workspace) -> None:

@@ -32,11 +32,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from conftest import processes_mentioning, run_cli, wait_quiescent
 
 from lernie_ref.core.frontmatter import split_frontmatter
 from lernie_ref.inbox import pending
 from lernie_ref.substrate.workspace import Workspace, create_workspace
+from tests.support.processes import processes_mentioning
+from tests.support.runners import run_cli
+from tests.support.waits import wait_quiescent
 
 NAMES = ("r", "a", "b", "c")
 SENDER = "user"

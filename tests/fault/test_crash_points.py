@@ -40,9 +40,10 @@ from lernie_stateful.audit import audit
 from lernie_ref.actors.hop import HopResult, Outcome, hop_actor
 from lernie_ref.actors.sweep import scan_actor
 from lernie_ref.actors.writer import dispatch_actor, message_actor
-from lernie_ref.core.actor import Actor, Stepper, run
+from lernie_ref.core.actor import Actor, run
 from lernie_ref.core.clock import SystemClock
 from lernie_ref.core.frontmatter import split_frontmatter
+from lernie_ref.core.stepper import Stepper
 from lernie_ref.inbox import RecordingLauncher, cli_dispatch, cli_message, cli_prompt, pending
 from lernie_ref.substrate import gitlocks
 from lernie_ref.substrate.gitrun import GitResult, SubprocessGit

@@ -23,10 +23,10 @@ from lernie_stateful.audit import audit
 
 from lernie_ref.actors.sweep import scan
 from lernie_ref.actors.writer import dispatch_actor
-from lernie_ref.core.actor import Stepper
 from lernie_ref.core.clock import SystemClock
 from lernie_ref.core.errors import AmbiguousName, LernieError
 from lernie_ref.core.frontmatter import split_frontmatter
+from lernie_ref.core.stepper import Stepper
 from lernie_ref.core.vocab import AGENT_REF_PREFIX, Point
 from lernie_ref.inbox import RecordingLauncher, cli_dispatch, cli_message, cli_prompt, pending
 from lernie_ref.substrate.gitrun import GitResult, SubprocessGit

@@ -12,14 +12,15 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, wait_quiescent
 
 from lernie_ref.core.clock import FixedClock
 from lernie_ref.core.errors import GitError
 from lernie_ref.substrate.gitrun import SubprocessGit
 from lernie_ref.substrate.workspace import Workspace
-from tests.driver.util import lock_is_free, names
-from tests.foundation.util import add_root
+from tests.support.readers import lock_is_free, names
+from tests.support.runners import run_cli
+from tests.support.waits import wait_quiescent
+from tests.support.workspaces import add_root
 
 WRAPPER = """#!/bin/sh
 case "$*" in

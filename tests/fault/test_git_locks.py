@@ -15,7 +15,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, wait_quiescent
 
 from lernie_ref.core.clock import FixedClock
 from lernie_ref.core.errors import GitError
@@ -24,8 +23,11 @@ from lernie_ref.substrate import gitlocks
 from lernie_ref.substrate.gitrun import SubprocessGit
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import Inline, poll
-from tests.driver.util import driver_pids, entries, lock_is_free, worktree_clean
-from tests.foundation.util import add_child, add_root
+from tests.support.processes import driver_pids
+from tests.support.readers import entries, lock_is_free, worktree_clean
+from tests.support.runners import run_cli
+from tests.support.waits import wait_quiescent
+from tests.support.workspaces import add_child, add_root
 
 HOOK = """#!/bin/sh
 # Block the first ref transaction after the flag appears, inside git's locks.

@@ -12,18 +12,21 @@ import os
 import re
 
 import pytest
-from conftest import run_cli, wait_quiescent
 from lernie_stateful.audit import audit
 
 from lernie_ref.actors.sweep import REVIVE_LIMIT, mark_value, scan, scan_actor
-from lernie_ref.core.actor import Stepper, run
+from lernie_ref.core.actor import run
 from lernie_ref.core.clock import SystemClock
 from lernie_ref.core.frontmatter import split_frontmatter
+from lernie_ref.core.stepper import Stepper
 from lernie_ref.core.vocab import MarkKind
 from lernie_ref.inbox import RecordingLauncher, cli_dispatch, cli_message, cli_prompt
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import Inline, Point, drive
-from tests.driver.util import entries, worktree_clean
+from tests.support.readers import entries, worktree_clean
+from tests.support.runners import run_cli
+from tests.support.scenarios import reply_published_mark_left_behind
+from tests.support.waits import wait_quiescent
 
 RETURNED = MarkKind.RETURNED.value
 
@@ -233,19 +236,6 @@ def test_r_scan_5_a_scan_killed_between_an_obituary_and_its_mark_does_not_repeat
     assert report_after.violations() == [], report_after.text()
 
 
-def _reply_published_mark_left_behind(ws: Workspace) -> tuple[str, str, str]:
-    """A child killed between its reply's publish and its returned mark (R-DEP-8)."""
-    rec = RecordingLauncher()
-    root = cli_prompt(ws, "lead", "", rec)
-    drive(ws, root)
-    child = cli_dispatch(ws, root, "build it", "", rec)
-    Inline(ws).crash_at(child, Point.DEPOSIT_PUBLISHED)
-    tip = ws.branch_tip(child)
-    assert mark_value(ws, RETURNED, child) != tip
-    assert [f.check for f in audit(ws.root).violations()] == ["marks"]
-    return root, child, tip
-
-
 def _replies(ws: Workspace, root: str, child: str) -> int:
     return sum(
         1 for p in (ws.worktree(root) / "messages").glob(f"*-{child}.md")
@@ -256,7 +246,7 @@ def _replies(ws: Workspace, root: str, child: str) -> int:
 def test_r_scan_11_a_reply_whose_mark_a_kill_left_behind_is_repaired_by_the_next_scan(
     ws: Workspace, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    root, child, tip = _reply_published_mark_left_behind(ws)
+    root, child, tip = reply_published_mark_left_behind(ws)
     inline = Inline(ws)
     report = run(scan_actor(ws, inline.launcher, SystemClock()))
     assert report.resent == [] and report.swept == [] and report.revived == []
@@ -271,7 +261,7 @@ def test_r_scan_11_a_reply_whose_mark_a_kill_left_behind_is_repaired_by_the_next
 def test_r_scan_11_a_reply_whose_mark_a_kill_left_behind_is_repaired_by_the_next_hop(
     ws: Workspace,
 ) -> None:
-    root, child, tip = _reply_published_mark_left_behind(ws)
+    root, child, tip = reply_published_mark_left_behind(ws)
     # The operator's mail: its answer goes to nobody, so no later result moves the mark.
     cli_message(ws, child, "one more thing", "user", RecordingLauncher())
     inline = Inline(ws)

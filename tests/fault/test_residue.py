@@ -20,9 +20,9 @@ from lernie_stateful.audit import audit
 
 from lernie_ref.actors.sweep import scan
 from lernie_ref.actors.writer import message_actor
-from lernie_ref.core.actor import Stepper
 from lernie_ref.core.clock import SystemClock
 from lernie_ref.core.frontmatter import split_frontmatter
+from lernie_ref.core.stepper import Stepper
 from lernie_ref.inbox import RecordingLauncher, cli_prompt, pending
 from lernie_ref.substrate import gitlocks
 from lernie_ref.substrate.deposit import writer_pid

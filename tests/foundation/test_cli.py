@@ -2,8 +2,8 @@
 
 Every error is one stderr line ``lernie <verb>: <text>`` with upstream's exact text, exit 1,
 nothing on stdout, and nothing written (the workspace tree is byte-identical afterwards).
-Most runs inject a recording launcher through ``cli_shim.py``; one runs the production
-launcher and waits for the launched driver.
+Most runs inject a recording launcher through ``tests/support/recording_cli.py``; one runs
+the production launcher and waits for the launched driver.
 """
 
 from __future__ import annotations
@@ -16,15 +16,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, wait_quiescent
 
 from lernie_ref.core.clock import FixedClock
 from lernie_ref.substrate.lock import try_acquire
 from lernie_ref.substrate.workspace import Workspace
+from tests.support.runners import RECORDING_CLI, run_cli
+from tests.support.snapshots import snapshot
+from tests.support.waits import wait_quiescent
+from tests.support.workspaces import add_child, add_root
 
-from .util import add_child, add_root, snapshot
-
-SHIM = str(Path(__file__).with_name("cli_shim.py"))
 ROOT_ID = re.compile(r"[0-9]{8}T[0-9]{6}Z-[0-9a-f]{8}")
 DEPOSIT = re.compile(
     rb"---\nfrom: (.*)\ndeposited_at: [0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z\n---\n"
@@ -68,7 +68,9 @@ class Cli:
         self, *args: str, env: dict[str, str] | None = None
     ) -> subprocess.CompletedProcess[str]:
         return run_cli(
-            args, {"LAUNCH_LOG": str(self.log), **(env or {})}, prefix=[sys.executable, SHIM]
+            args,
+            {"LAUNCH_LOG": str(self.log), **(env or {})},
+            prefix=[sys.executable, RECORDING_CLI],
         )
 
     @property

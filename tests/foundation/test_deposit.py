@@ -9,10 +9,10 @@ import sys
 import pytest
 
 from lernie_ref import inbox
-from lernie_ref.core.actor import Stepper
 from lernie_ref.core.clock import FixedClock
 from lernie_ref.core.errors import DepositError, NotAnAgentId, NotASender
 from lernie_ref.core.frontmatter import sender_of
+from lernie_ref.core.stepper import Stepper
 from lernie_ref.core.vocab import Point
 from lernie_ref.inbox import (
     Epitaph,
@@ -24,8 +24,8 @@ from lernie_ref.inbox import (
     pending,
 )
 from lernie_ref.substrate.workspace import Workspace
-
-from .util import add_child, add_root, snapshot
+from tests.support.snapshots import snapshot
+from tests.support.workspaces import add_child, add_root
 
 FIXTURE = b"---\nfrom: user\ndeposited_at: 2026-07-11T00:00:00Z\n---\nsteer left\n"
 

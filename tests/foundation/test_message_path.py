@@ -20,8 +20,7 @@ from lernie_ref.substrate.lock import try_acquire
 from lernie_ref.substrate.registry import Registry, path_text, read_ref_directly
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import drive
-
-from .util import add_root
+from tests.support.workspaces import add_root
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -24,8 +24,8 @@ from lernie_ref.inbox import (
     cli_prompt,
 )
 from lernie_ref.substrate.workspace import Workspace, create_workspace, require_workspace
-
-from .util import add_child, add_root, snapshot
+from tests.support.snapshots import snapshot
+from tests.support.workspaces import add_child, add_root
 
 
 def test_r_ws_2_require_workspace(tmp_path: Path, ws: Workspace) -> None:

@@ -7,7 +7,7 @@ import pytest
 from lernie_stateful.conform import kit_model
 from lernie_stateful.conform.kit_model import Call, Decision, Turn, decide
 
-from .talk import delivered
+from tests.support.model_talk import delivered
 
 
 def user(*bodies: str) -> Turn:

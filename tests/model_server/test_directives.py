@@ -12,7 +12,7 @@ import pytest
 from lernie_stateful.conform.adapter import AdapterError, parse_tools
 from lernie_stateful.conform.model_server import ModelServer
 
-from .talk import Step, Talk, delivered
+from tests.support.model_talk import Step, Talk, delivered
 
 MODES = [("anthropic", False), ("anthropic", True), ("openai", False), ("openai", True)]
 IDS = ["anthropic", "anthropic-stream", "openai", "openai-stream"]
@@ -195,7 +195,9 @@ def test_tool_calls_take_the_names_and_inputs_of_the_tool_map(api: str, stream: 
 
 
 @pytest.mark.parametrize(("table", "error"), [
-    ({"bash": {"name": "x"}}, "unknown tool 'bash' in \\[tools\\]"),
+    ({"frob": {"name": "x"}}, "unknown tool 'frob' in \\[tools\\]"),
+    ({"bash": {"input": {"cmd": "{path}"}}}, "tools.bash.input uses path; the kit "
+                                             "gives bash only command"),
     ({"message": {"input": {"to": "{goal}"}}}, "tools.message.input uses goal; the kit "
                                                "gives message only agent, content"),
     ({"noop": {"name": 3}}, "tools.noop must be a table with a string name"),

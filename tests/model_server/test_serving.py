@@ -18,7 +18,7 @@ from lernie_stateful.conform.adapter import load
 from lernie_stateful.conform.model_server import ModelServer, served, split_delivered
 from openai.types.chat import ChatCompletionMessageFunctionToolCall
 
-from .talk import AGENT, Address, Step, Talk, delivered
+from tests.support.model_talk import AGENT, Address, Step, Talk, delivered
 
 SERVE = [sys.executable, "-c", "from lernie_spec.check import entry; entry()", "serve-model"]
 
@@ -179,12 +179,13 @@ def test_the_command_line_help_and_its_errors(tmp_path: Path) -> None:
     for option in ("--port", "--api", "--tools-map", "--record", "--lifetime", "--idle"):
         assert option in helped.stdout
     bad = tmp_path / "bad.toml"
-    bad.write_text('[tools]\nbash = { name = "bash" }\n')
+    bad.write_text('[tools]\nfrob = { name = "frob" }\n')
     proc = subprocess.run([*SERVE, "--tools-map", str(bad)], capture_output=True, text=True,
                           timeout=120, check=False)
     assert proc.returncode == 1 and proc.stdout == ""
-    assert proc.stderr == (f"lernie-check serve-model: adapter {bad}: unknown tool 'bash' in "
-                           "[tools] (known: message, dispatch, noop)\n")
+    assert proc.stderr == (f"lernie-check serve-model: adapter {bad}: unknown tool 'frob' in "
+                           "[tools] (known: message, dispatch, noop, bash, read_file, cd, "
+                           "apply_patch)\n")
     usage = subprocess.run([*SERVE, "--api", "grpc"], capture_output=True, text=True,
                            timeout=120, check=False)
     assert usage.returncode == 2

@@ -11,15 +11,16 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, wait_quiescent
 
 from lernie_ref.core.vocab import Point
 from lernie_ref.inbox import RecordingLauncher, cli_dispatch, cli_prompt, deposit
 from lernie_ref.operator.status import HEADERS, status
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import Inline, drive
-
-from .opkit import spawn_holder, tree_listing
+from tests.support.processes import spawn_holder
+from tests.support.runners import run_cli
+from tests.support.snapshots import tree_listing
+from tests.support.waits import wait_quiescent
 
 
 def one_line_failure(proc: subprocess.CompletedProcess[str], verb: str) -> str:

@@ -26,7 +26,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, wait_quiescent
 
 from lernie_ref.core.sweep import revivals_record
 from lernie_ref.inbox import AdvanceLauncher, RecordingLauncher, cli_prompt
@@ -35,8 +34,9 @@ from lernie_ref.operator.wait import casualties, observe
 from lernie_ref.operator.wait import wait_quiescent as wait_tree
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import poll
-
-from .opkit import tree_listing
+from tests.support.runners import run_cli
+from tests.support.snapshots import tree_listing
+from tests.support.waits import wait_quiescent
 
 CLEAN = {"LERNIE_MODEL": "", "LERNIE_MODEL_COMMAND": "", "OPENAI_API_KEY": ""}
 """An environment choosing nothing (an empty variable counts as unset)."""

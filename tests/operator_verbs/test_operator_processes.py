@@ -15,15 +15,14 @@ import signal
 import stat
 from pathlib import Path
 
-from conftest import run_cli, wait_quiescent
-
 from lernie_ref.inbox import RecordingLauncher, cli_prompt
 from lernie_ref.operator.stop import discover, is_gone, lock_holder_pids, stop
 from lernie_ref.reply_debt import read_entries
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import drive, poll
-
-from .opkit import mark, results_from
+from tests.support.readers import mark, results_from
+from tests.support.runners import run_cli
+from tests.support.waits import wait_quiescent
 
 QUIET = (
     "silent deaths: 0; died deposits swept: 0; drivers launched: 0; inboxes with no agent branch: 0"

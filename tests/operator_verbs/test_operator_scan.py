@@ -12,8 +12,9 @@ import json
 
 from lernie_ref.actors.hop import Outcome, hop_actor
 from lernie_ref.actors.sweep import Condition, ScanReport, condition_of, scan, scan_actor
-from lernie_ref.core.actor import Stepper, run
+from lernie_ref.core.actor import run
 from lernie_ref.core.clock import SystemClock
+from lernie_ref.core.stepper import Stepper
 from lernie_ref.core.vocab import Point
 from lernie_ref.core.warrant import Warrant
 from lernie_ref.inbox import (
@@ -31,8 +32,7 @@ from lernie_ref.reply_debt import read_entries
 from lernie_ref.substrate.lock import try_acquire
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import Inline, drive
-
-from .opkit import mark, results_from
+from tests.support.readers import mark, results_from
 
 QUIET = (
     "silent deaths: 0; died deposits swept: 0; drivers launched: 0; inboxes with no agent branch: 0"

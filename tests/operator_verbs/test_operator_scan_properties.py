@@ -25,8 +25,7 @@ from lernie_ref.reply_debt import is_terminal_response, read_entries
 from lernie_ref.substrate.transcript import commit_subject
 from lernie_ref.substrate.workspace import Workspace, create_workspace
 from lernie_ref.testing import Inline, drive
-
-from .opkit import results_from
+from tests.support.readers import results_from
 
 GOALS = ["work on it", "@tools 1", "@tools 2", "@dispatch a grandchild task"]
 

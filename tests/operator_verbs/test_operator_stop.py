@@ -32,8 +32,7 @@ from lernie_ref.operator.stop import (
 )
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import poll
-
-from .opkit import spawn_holder
+from tests.support.processes import spawn_holder
 
 
 def _reap(proc: subprocess.Popen[str]) -> None:

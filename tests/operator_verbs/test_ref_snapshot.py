@@ -4,9 +4,6 @@ confirm it under the agent's lock."""
 
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
-
 from lernie_ref.actors.sweep import Refs, mark_value, scan
 from lernie_ref.core.clock import FixedClock
 from lernie_ref.core.vocab import MarkKind
@@ -14,34 +11,12 @@ from lernie_ref.operator.status import render_json, status
 from lernie_ref.substrate.refsnap import RefFiles, RefSnapshot, confirm, names_at
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import RecordingLauncher
-from tests.conftest import FIXTURE_NS
-
-ROOT = "20260711T000000Z-00000001"
-OTHER = "20260711T000000Z-00000002"
-KID = f"{ROOT}.20260711T000001Z-00000003"
-
-
-def git(repo: Path, *args: str, input: bytes | None = None) -> str:
-    out = subprocess.run(
-        ["git", "-C", str(repo), *args], check=True, capture_output=True, input=input
-    )
-    return out.stdout.decode().strip()
-
-
-def _world(ws: Workspace) -> None:
-    ws.create_root_agent(ROOT, "boss", "goal")
-    ws.create_root_agent(OTHER, "", "goal")
-    ws.create_child_agent(ROOT, KID, "kid", "goal")
-    repo = ws.repo_git
-    tip = ws.branch_tip(ROOT)
-    ws.set_mark(MarkKind.RETURNED, KID, ws.branch_tip(KID))
-    ws.set_mark(MarkKind.STOPPED, ROOT, tip)
-    tag = git(repo, "mktag", input=(
-        f"object {tip}\ntype commit\ntag t\ntagger x <x@x> 0 +0000\n\nt\n"
-    ).encode())
-    ws.set_mark(MarkKind.BUDGET_EXHAUSTED, ROOT, tag)  # a tag: peeled to the commit
-    blob = git(repo, "hash-object", "-w", "--stdin", input=b"not a commit\n")
-    ws.set_mark(MarkKind.BUDGET_EXHAUSTED, OTHER, blob)  # not a commit: no mark
+from tests.support.history import git
+from tests.support.scenarios import MARKED_KID as KID
+from tests.support.scenarios import MARKED_OTHER as OTHER
+from tests.support.scenarios import MARKED_ROOT as ROOT
+from tests.support.scenarios import marked_world
+from tests.support.workspaces import FIXTURE_NS
 
 
 def _one_by_one(ws: Workspace, agent: str) -> tuple[str, str | None, str | None, str | None]:
@@ -54,7 +29,7 @@ def _one_by_one(ws: Workspace, agent: str) -> tuple[str, str | None, str | None,
 
 
 def test_r_ws_5_the_snapshot_answers_as_git_does_ref_by_ref(ws: Workspace) -> None:
-    _world(ws)
+    marked_world(ws)
     snapshot = RefSnapshot.read(ws.git, ws.repo_git)
     assert snapshot.agent_ids() == ws.agent_ids()
     for agent in ws.agent_ids():
@@ -66,7 +41,7 @@ def test_r_ws_5_the_snapshot_answers_as_git_does_ref_by_ref(ws: Workspace) -> No
 
 
 def test_r_scan_6_confirm_uses_the_snapshot_only_while_git_files_agree(ws: Workspace) -> None:
-    _world(ws)
+    marked_world(ws)
     snapshot = RefSnapshot.read(ws.git, ws.repo_git)
     files = RefFiles(ws.repo_git)
     assert confirm(snapshot, files, ROOT) == snapshot.agent_refs(ROOT)
@@ -90,7 +65,7 @@ def test_r_scan_6_confirm_uses_the_snapshot_only_while_git_files_agree(ws: Works
 
 
 def test_r_status_1_names_in_one_batch_match_the_name_blob(ws: Workspace) -> None:
-    _world(ws)
+    marked_world(ws)
     # A name committed by a tool: bytes that are not UTF-8 make the batch defer to git.
     odd = "20260711T000000Z-00000004"
     ws.create_root_agent(odd, "", "goal")
@@ -107,7 +82,7 @@ def test_r_status_1_names_in_one_batch_match_the_name_blob(ws: Workspace) -> Non
 def test_r_status_1_status_and_scan_read_the_same_from_loose_and_packed_refs(
     ws: Workspace,
 ) -> None:
-    _world(ws)
+    marked_world(ws)
     for agent in (ROOT, OTHER, KID):
         ws.inbox_dir(agent).mkdir(parents=True, exist_ok=True)
     before = render_json(status(ws))

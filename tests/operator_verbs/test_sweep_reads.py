@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -40,15 +39,13 @@ from lernie_ref.substrate.refsnap import ObjectFacts, RefFiles, RefOids
 from lernie_ref.substrate.transcript import Transcript
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import Inline, Point, drive
-from tests.fault.test_recovery import _reply_published_mark_left_behind
-from tests.operator_verbs.test_ref_snapshot import KID, OTHER, ROOT, _world
+from tests.support.history import git
+from tests.support.scenarios import MARKED_KID as KID
+from tests.support.scenarios import MARKED_OTHER as OTHER
+from tests.support.scenarios import MARKED_ROOT as ROOT
+from tests.support.scenarios import marked_world, reply_published_mark_left_behind
 
 RETURNED = MarkKind.RETURNED
-
-
-def _git(repo: Path, *args: str) -> str:
-    out = subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
-    return out.stdout.decode().strip()
 
 
 def _fast_refs(ws: Workspace, oids: RefOids, agent: str) -> Refs:
@@ -71,10 +68,10 @@ def _answers(refs: Refs) -> tuple[str, str | None, str | None, str | None, str]:
 def test_r_scan_6_refs_by_object_id_answer_as_git_does_ref_by_ref(ws: Workspace) -> None:
     """The fast path (names and object ids, object facts when asked) and the slow path
     (git, one ref at a time) agree: tags peeled, a blob mark is no mark, loose or packed."""
-    _world(ws)
+    marked_world(ws)
     for packed in (False, True):
         if packed:
-            _git(ws.repo_git, "pack-refs", "--all")
+            git(ws.repo_git, "pack-refs", "--all")
         oids = RefOids.read(ws.git, ws.repo_git)
         assert oids.agent_ids() == ws.agent_ids()
         for agent in (ROOT, OTHER, KID):
@@ -82,7 +79,7 @@ def test_r_scan_6_refs_by_object_id_answer_as_git_does_ref_by_ref(ws: Workspace)
 
 
 def test_r_scan_6_a_ref_moved_after_the_read_is_asked_of_git(ws: Workspace) -> None:
-    _world(ws)
+    marked_world(ws)
     oids = RefOids.read(ws.git, ws.repo_git)
     ws.set_mark(MarkKind.RETURNED, ROOT, ws.branch_tip(ROOT))  # after the read
     files = RefFiles(ws.repo_git)
@@ -144,7 +141,7 @@ def test_r_scan_6_the_sweep_skips_only_agents_that_can_owe_nothing(ws: Workspace
     agents = _situations(ws)
     # The orphan's parent loses its branch: the orphan counts as a root (R-SCAN-1).
     parent = agents["done-root"]
-    _git(ws.repo_git, "update-ref", "-d", f"refs/heads/agents/{parent}")
+    git(ws.repo_git, "update-ref", "-d", f"refs/heads/agents/{parent}")
     registry = frozenset(ws.agent_ids())
     skipped = {
         name
@@ -164,7 +161,7 @@ def test_planted_bug_a_sweep_that_skips_every_agent_at_rest_misses_a_mark_repair
 ) -> None:
     """The skip is what stands between the sweep and R-SCAN-11 for a child at rest: a
     skip that ignored the registered parent leaves the mark behind (the check can fail)."""
-    _, child, tip = _reply_published_mark_left_behind(ws)
+    _, child, tip = reply_published_mark_left_behind(ws)
     monkeypatch.setattr(sweep, "may_owe_a_result", lambda *a: False)
     scan(ws, RecordingLauncher(), SystemClock())
     assert mark_value(ws, RETURNED, child) != tip  # the planted bug: no repair
@@ -247,13 +244,13 @@ def _no_retry(real):  # type: ignore[no-untyped-def]
 
 
 def test_r_status_1_the_worktree_name_is_the_committed_name(ws: Workspace) -> None:
-    _world(ws)
+    marked_world(ws)
     for agent in ws.agent_ids():
         assert worktree_name(ws, agent) == ws.agent_name(agent)
 
 
 def test_r_status_1_a_name_file_that_cannot_say_defers_to_the_tip(ws: Workspace) -> None:
-    _world(ws)
+    marked_world(ws)
     name = ws.worktree(ROOT) / "name"
     name.unlink()
     os.symlink("/etc/hostname", name)  # a link: never read through (R-WS-7)
@@ -267,7 +264,7 @@ def test_r_status_1_a_name_file_that_cannot_say_defers_to_the_tip(ws: Workspace)
 
 def test_r_status_1_a_live_agent_shows_its_committed_name(ws: Workspace) -> None:
     """A tool step of a live executor may be rewriting ``name``: the tip's blob counts."""
-    _world(ws)
+    marked_world(ws)
     (ws.worktree(ROOT) / "name").write_text("half-written\n")
     ws.inbox_dir(ROOT).mkdir(parents=True, exist_ok=True)
     lock = try_acquire(ws.inbox_dir(ROOT))

@@ -48,7 +48,9 @@ _ENV_FIELD = re.compile(r"\{env:(\w+)\}")
 INSTALLED = "adapters"
 
 Template = list[str | list[str]]
-TOOL_FIELDS = {"message": ("agent", "content"), "dispatch": ("goal", "name"), "noop": ()}
+TOOL_FIELDS = {"message": ("agent", "content"), "dispatch": ("goal", "name"), "noop": (),
+               "bash": ("command",), "read_file": ("path",), "cd": ("path",),
+               "apply_patch": ("input",)}
 SERVER_APIS = ("anthropic", "openai", "both")
 
 
@@ -162,9 +164,11 @@ def parse_tools(raw: object, source: str) -> dict[str, ToolSpec]:
         [tools]
         dispatch = { name = "dispatch", input = { role = "worker", goal = "{goal}" } }
 
-    maps the kit's tool (``message``, ``dispatch``, ``noop``) to the implementation's name
-    and input; a template's fields are the kit's (``message``: agent, content;
-    ``dispatch``: goal, name), a value without fields is a constant."""
+    maps the kit's tool (``message``, ``dispatch``, ``noop``, and the work tools ``bash``,
+    ``read_file``, ``cd``, ``apply_patch``) to the implementation's name and input; a
+    template's fields are the kit's (``message``: agent, content; ``dispatch``: goal, name;
+    ``bash``: command; ``read_file``, ``cd``: path; ``apply_patch``: input), a value without
+    fields is a constant."""
     if not isinstance(raw, dict):
         raise AdapterError(f"adapter {source}: [tools] must be a table")
     out = dict(DEFAULT_TOOLS)

@@ -20,7 +20,10 @@ programs script both alike:
   tool-calling answers since the prompt says which comes next:
   ``@message <agent> <text>`` calls ``message``; ``@dispatch [name=<n>] <goal>`` calls
   ``dispatch``; ``@tools <n>`` makes n calls of a tool named ``noop`` (no such harness
-  tool: each gets an error result). ``@sleep <seconds>`` makes every call for the prompt
+  tool: each gets an error result); the work tools as docs/models.md has them:
+  ``@bash <command>``, ``@read_file <path>``, ``@cd <path>``, and ``@apply_patch`` alone
+  on its line, its envelope the lines after it up to ``*** End Patch``.
+  ``@sleep <seconds>`` makes every call for the prompt
   take that long. ``@fail <status> [<n>]`` asks the server to fail the first n calls
   (default 1) for the prompt with that HTTP status (the command model has no failures).
 - Then it answers ``kit reply: <first line that is not a directive>`` (the first line when
@@ -28,9 +31,10 @@ programs script both alike:
   gets ``kit noted``; a conversation with no delivered message at all gets ``kit done``.
 
 Tool calls are decided under the kit's own names and inputs (``message`` with ``agent`` and
-``content``, ``dispatch`` with ``goal`` and maybe ``name``, ``noop``); :class:`ToolSpec`
-maps them to an implementation's (the adapter file's ``[tools]``). This module stays small:
-the command model is one process per model call.
+``content``, ``dispatch`` with ``goal`` and maybe ``name``, ``noop``, ``bash`` with
+``command``, ``read_file`` and ``cd`` with ``path``, ``apply_patch`` with ``input``);
+:class:`ToolSpec` maps them to an implementation's (the adapter file's ``[tools]``). This
+module stays small: the command model is one process per model call.
 """
 
 from __future__ import annotations
@@ -42,7 +46,11 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-DIRECTIVES = ("@message", "@dispatch", "@tools", "@sleep", "@silent", "@fail")
+DIRECTIVES = ("@message", "@dispatch", "@tools", "@sleep", "@silent", "@fail", "@bash",
+              "@read_file", "@cd", "@apply_patch")
+_WORK_TOOLS = {"@bash": ("bash", "command"), "@read_file": ("read_file", "path"),
+               "@cd": ("cd", "path")}
+_END_PATCH = "*** End Patch"
 _FIELD = re.compile(r"\{(\w+)\}")
 
 
@@ -62,7 +70,8 @@ class Turn:
 
 @dataclass(frozen=True)
 class Call:
-    """A tool call under the kit's names: ``message``, ``dispatch`` or ``noop``."""
+    """A tool call under the kit's names: ``message``, ``dispatch``, ``noop``, or a work tool
+    (``bash``, ``read_file``, ``cd``, ``apply_patch``)."""
 
     name: str
     input: Mapping[str, str]
@@ -105,6 +114,10 @@ DEFAULT_TOOLS: Mapping[str, ToolSpec] = {
     "message": ToolSpec("message", {"agent": "{agent}", "content": "{content}"}),
     "dispatch": ToolSpec("dispatch", {"goal": "{goal}", "name": "{name}"}),
     "noop": ToolSpec("noop", {}),
+    "bash": ToolSpec("bash", {"command": "{command}"}),
+    "read_file": ToolSpec("read_file", {"path": "{path}"}),
+    "cd": ToolSpec("cd", {"path": "{path}"}),
+    "apply_patch": ToolSpec("apply_patch", {"input": "{input}"}),
 }
 """The reference's tool names and inputs (SPEC R-STEP-7), the default of every adapter."""
 
@@ -131,9 +144,20 @@ def script_of(body: str) -> Script:
     sleep = 0.0
     silent = False
     fail: tuple[int, int] | None = None
-    for line in body.splitlines():
+    lines = body.splitlines()
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        index += 1
         words = line.strip().split(" ", 2)
-        if words[0] == "@message" and len(words) == 3:
+        if line.strip() == "@apply_patch":  # the envelope: the lines up to `*** End Patch`
+            envelope = _envelope(lines, index)
+            index += len(envelope)
+            calls.append(("apply_patch", {"input": "\n".join(envelope) + "\n"}))
+        elif words[0] in _WORK_TOOLS and line.strip() != words[0]:
+            tool, key = _WORK_TOOLS[words[0]]
+            calls.append((tool, {key: line.strip().split(" ", 1)[1].strip()}))
+        elif words[0] == "@message" and len(words) == 3:
             calls.append(("message", {"agent": words[1], "content": words[2]}))
         elif words[0] == "@dispatch" and len(words) > 1:
             rest = line.strip().split(" ", 1)[1]
@@ -156,9 +180,28 @@ def script_of(body: str) -> Script:
     return Script(tuple(calls), sleep, silent, fail)
 
 
+def _envelope(lines: Sequence[str], start: int) -> list[str]:
+    """``@apply_patch``'s envelope: the lines from ``start`` up to and including the first
+    ``*** End Patch`` line, or to the end."""
+    out: list[str] = []
+    for line in lines[start:]:
+        out.append(line)
+        if line.strip() == _END_PATCH:
+            break
+    return out
+
+
 def _text_line(body: str) -> str:
     lines = body.splitlines()
-    plain = [ln for ln in lines if ln.strip().split(" ", 1)[0] not in DIRECTIVES]
+    plain: list[str] = []
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        index += 1
+        if line.strip() == "@apply_patch":
+            index += len(_envelope(lines, index))
+        elif line.strip().split(" ", 1)[0] not in DIRECTIVES:
+            plain.append(line)
     return (plain or lines or [""])[0]
 
 

@@ -11,8 +11,9 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
-from .stub import Answer
+from tests.support.provider_stub import Answer
 
 KEY = "sk-test-5d1e2a9c0b7f44a1b3c8e6f2"
 """A made-up key; the tests check it never lands in a log, an error or a transcript."""
@@ -198,6 +199,7 @@ class Dialect:
     def _anthropic(self, files: list[tuple[str, bytes]]) -> list[dict[str, object]]:
         out: list[dict[str, object]] = []
         for name, data in files:
+            blocks: list[dict[str, object]]
             if name.endswith(".md"):
                 role, blocks = "user", [{"type": "text", "text": data.decode()}]
             elif name.endswith("-tool.json"):
@@ -234,10 +236,10 @@ class Dialect:
             blocks = _assistant_blocks(data)
             if name.endswith("-tool.json"):
                 for b in blocks:
-                    text = "\n".join(c["text"] for c in b["content"])
+                    text = "\n".join(c["text"] for c in cast(list[dict[str, str]], b["content"]))
                     out.append({"role": "tool", "tool_call_id": b["tool_use_id"], "content": text})
                 continue
-            text = "".join(b["text"] for b in blocks if b["type"] == "text")
+            text = "".join(cast(str, b["text"]) for b in blocks if b["type"] == "text")
             calls = [
                 {
                     "id": b["id"],

@@ -1,48 +1,44 @@
-"""Helpers for the operator-verb tests: results and marks on disk, lock-holding processes.
-
-In-process hops, crashes at chosen points and polling come from the public test kit
-(:mod:`lernie_ref.testing`: ``Inline``, ``drive``, ``poll``).
-"""
+"""Real processes as the tests see them: the ``/proc`` reader, and a lock-holding process."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
-from lernie_ref.core.frontmatter import split_frontmatter, terminal_ref_of
-from lernie_ref.inbox import pending
 from lernie_ref.substrate.workspace import Workspace
 
 
-def results_from(ws: Workspace, recipient: str, sender: str) -> list[tuple[str, str]]:
-    """``(epitaph, terminal_ref)`` of each result from ``sender`` pending for ``recipient``."""
-    out = []
-    for deposit in pending(ws.inbox_dir(recipient)):
-        if deposit.sender != sender:
+def command_lines() -> Iterator[tuple[int, list[bytes]]]:
+    """``(pid, argv)`` of every readable process except this one (Linux ``/proc``)."""
+    me = os.getpid()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
             continue
-        body = deposit.path.read_text()
-        ref = terminal_ref_of(body)
-        if ref is not None:
-            out.append((split_frontmatter(body)[0], ref))
-    return out
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                raw = handle.read()
+        except OSError:
+            continue
+        yield int(entry), raw.split(b"\0")[:-1]
 
 
-def mark(ws: Workspace, kind: str, agent: str) -> str | None:
-    ref = f"refs/lernie/{kind}/{agent}"
-    result = ws.git.run(ws.repo_git, ["rev-parse", "--verify", "--quiet", ref], check=False)
-    return result.stdout if result.returncode == 0 else None
+def processes_mentioning(needle: str) -> list[int]:
+    """Pids (other than ours) whose command line contains ``needle``."""
+    want = needle.encode()
+    return [pid for pid, argv in command_lines() if want in b"\0".join(argv)]
 
 
-def tree_listing(root: Path) -> list[str]:
-    """Every path under ``root`` except git internals (to prove nothing was written)."""
-    out = []
-    for base, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if d != "repo.git"]
-        for name in dirs + files:
-            out.append(os.path.relpath(os.path.join(base, name), root))
-    return sorted(out)
+def driver_pids(ws: Workspace, agent: str) -> list[int]:
+    """Pids of ``advance`` processes for exactly ``agent`` in ``ws``."""
+    root = str(ws.root).encode()
+    return [
+        pid
+        for pid, argv in command_lines()
+        if b"advance" in argv and argv[-1:] == [agent.encode()] and root in argv
+    ]
 
 
 HOLDER_CODE = (

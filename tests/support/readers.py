@@ -1,14 +1,12 @@
-"""Helpers for the driver tests: transcript, inbox and lock readers (the in-process hop
-runner ``Inline`` and ``poll`` come from :mod:`lernie_ref.testing`).
-
-"""
+"""What a workspace holds, read the way a test wants it: transcripts, inboxes, commit
+subjects, marks, pending results, lock and worktree state."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from lernie_ref.core.entry import Entry
+from lernie_ref.core.frontmatter import split_frontmatter, terminal_ref_of
 from lernie_ref.inbox import pending
 from lernie_ref.substrate.lock import try_acquire
 from lernie_ref.substrate.transcript import load
@@ -45,16 +43,21 @@ def worktree_clean(ws: Workspace, agent: str) -> bool:
     return status.strip() == ""
 
 
-def driver_pids(ws: Workspace, agent: str) -> list[int]:
-    """Pids of ``advance`` processes for exactly ``agent`` in ``ws``."""
+def results_from(ws: Workspace, recipient: str, sender: str) -> list[tuple[str, str]]:
+    """``(epitaph, terminal_ref)`` of each result from ``sender`` pending for ``recipient``."""
     out = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+    for deposit in pending(ws.inbox_dir(recipient)):
+        if deposit.sender != sender:
             continue
-        try:
-            argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")[:-1]
-        except OSError:
-            continue
-        if b"advance" in argv and argv[-1:] == [agent.encode()] and str(ws.root).encode() in argv:
-            out.append(int(entry))
+        body = deposit.path.read_text()
+        ref = terminal_ref_of(body)
+        if ref is not None:
+            out.append((split_frontmatter(body)[0], ref))
     return out
+
+
+def mark(ws: Workspace, kind: str, agent: str) -> str | None:
+    """The commit git reads for ``refs/lernie/<kind>/<agent>``, or None."""
+    ref = f"refs/lernie/{kind}/{agent}"
+    result = ws.git.run(ws.repo_git, ["rev-parse", "--verify", "--quiet", ref], check=False)
+    return result.stdout if result.returncode == 0 else None

@@ -17,7 +17,7 @@ _lernie_check() {
         check)
             case "${prev}" in
                 --format) COMPREPLY=( $(compgen -W "swimlane mermaid" -- "${cur}") ); return ;;
-                --scope) COMPREPLY=( $(compgen -W "dispatch exchange faults lineage races siblings siblings-exchange tools-and-sends two-scans" -- "${cur}") ); return ;;
+                --scope) COMPREPLY=( $(compgen -W "crash-loop dispatch exchange faults lineage races siblings siblings-exchange stop-tree tools-and-sends two-scans" -- "${cur}") ); return ;;
             esac
             if [[ "${cur}" == -* ]]; then
                 COMPREPLY=( $(compgen -W "--bench --coverage --format --help --html --invariant --jobs --json --list --quiet --scope --trace --variant --verbose --version --width" -- "${cur}") ); return

@@ -27,4 +27,4 @@ def last_prompter(entries: Iterable[Entry], agent_id: str) -> str | None:
 
 def recipient(worktree: Path, agent_id: str, epitaph: str) -> str | None:
     """R-ADDR-1, R-ADDR-3: where this terminal event's result goes; ``None`` = no deposit."""
-    return debt.recipient(transcript.entries(worktree), agent_id, epitaph)
+    return transcript.recipient(worktree, agent_id, epitaph)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from lernie_ref.core import debt
 from lernie_ref.core.entry import Entry as _Entry
+from lernie_ref.substrate import transcript as _transcript
 from lernie_ref.substrate.transcript import read_bytes, read_entries, read_text, with_body
 
 Entry = _Entry[Path]
@@ -31,7 +32,7 @@ Entry = _Entry[Path]
 
 def is_terminal_response(entry: Entry) -> bool:
     """R-DEBT-2: a non-``tool`` model entry whose blocks declare no ``tool_use``."""
-    return debt.is_terminal_response(with_body(entry))
+    return _transcript.is_terminal_response(entry)
 
 
 def owes_a_reply(entries: Iterable[Entry], agent_id: str) -> bool:

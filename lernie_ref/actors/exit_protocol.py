@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lernie_ref import reply
 from lernie_ref.actors.probe import probe_actor
 from lernie_ref.actors.release import notice, release_actor
 from lernie_ref.core.actor import Actor, Passed
@@ -38,6 +37,7 @@ from lernie_ref.core.errors import (
     ResultDepositError,
 )
 from lernie_ref.core.vocab import Epitaph, MarkKind, Point
+from lernie_ref.substrate import transcript
 from lernie_ref.substrate.deposit import deposit_result_actor
 from lernie_ref.substrate.launcher import Launcher
 from lernie_ref.substrate.lock import ExecutorLock
@@ -85,7 +85,7 @@ def conclude_actor(
         except LernieError as exc:
             raise GitOpError("stopped update-ref", exc) from None
         yield Passed(Point.TERMINAL_STOPPED_MARKED, agent_id)
-    to = reply.recipient(ws.worktree(agent_id), agent_id, epitaph)
+    to = transcript.recipient(ws.worktree(agent_id), agent_id, epitaph)
     yield Passed(Point.TERMINAL_RECIPIENT, agent_id, to or "")
     if to is not None:
         sha = terminal_ref(ws, agent_id)

@@ -44,6 +44,7 @@ from lernie_ref.actors.sweep import (
 )
 from lernie_ref.actors.tools import ToolContext, run_tool
 from lernie_ref.adapters import ModelAdapter, ModelRequest
+from lernie_ref.core import debt
 from lernie_ref.core.actor import Actor, Passed
 from lernie_ref.core.clock import Clock
 from lernie_ref.core.entry import Block, Entry, text_of, tool_result_block, tool_use_ids
@@ -58,14 +59,14 @@ from lernie_ref.core.errors import (
     UnpairedToolUse,
 )
 from lernie_ref.core.tooldefs import tool_specs
-from lernie_ref.core.vocab import STAGING_FILE, MarkKind, Point
+from lernie_ref.core.vocab import STAGING_FILE, Epitaph, MarkKind, Point
 from lernie_ref.core.warrant import Warrant, unanswered_tail, warrant_of
-from lernie_ref.inbox import Epitaph, Launcher
-from lernie_ref.reply_debt import is_terminal_response, read_entries
 from lernie_ref.substrate import gitlocks, transcript
 from lernie_ref.substrate.config import Config
 from lernie_ref.substrate.deposit import deposit_result_actor
+from lernie_ref.substrate.launcher import Launcher
 from lernie_ref.substrate.lock import ExecutorLock, take_lease
+from lernie_ref.substrate.transcript import read_entries, with_body
 from lernie_ref.substrate.workspace import Workspace
 
 DIED_TEXT = (
@@ -250,7 +251,7 @@ def _send_lost_reply(ws: Workspace, agent_id: str, deps: HopDeps) -> Actor[bool]
     ``True`` when a reply was deposited."""
     try:
         entries = read_entries(ws.worktree(agent_id))
-        if not entries or not is_terminal_response(entries[0]):
+        if not entries or not debt.is_terminal_response(with_body(entries[0])):
             return False
         tip = ws.branch_tip(agent_id)
         lost = unsent_reply(ws, agent_id, tip, lambda: frozenset(ws.agent_ids()))

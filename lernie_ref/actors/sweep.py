@@ -46,6 +46,7 @@ from lernie_ref.actors.probe import ProbeOutcome, probe_actor
 from lernie_ref.actors.release import notice
 from lernie_ref.core.actor import Actor, Passed, run
 from lernie_ref.core.clock import Clock
+from lernie_ref.core.entry import Entry as _Entry
 from lernie_ref.core.entry import entry_blocks, text_of
 from lernie_ref.core.errors import (
     ContainmentError,
@@ -84,14 +85,6 @@ from lernie_ref.core.vocab import (
     Point,
 )
 from lernie_ref.core.warrant import Warrant, unanswered_tail, warrant_of
-from lernie_ref.reply import recipient
-from lernie_ref.reply_debt import (
-    Entry,
-    is_terminal_response,
-    read_bytes,
-    read_entries,
-    read_text,
-)
 from lernie_ref.substrate import gitlocks, guarded
 from lernie_ref.substrate.deposit import (
     deposit_result_actor,
@@ -115,9 +108,20 @@ from lernie_ref.substrate.transcript import (
     commit_subject,
     entry_name,
     history_of,
+    is_terminal_response,
     load,
+    read_bytes,
+    read_entries,
+    read_text,
+    recipient,
 )
 from lernie_ref.substrate.workspace import Workspace
+
+TYPE_CHECKING = False  # typing and pathlib stay off the scan path (R-CLI-5)
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    Entry = _Entry[Path]
 
 __all__ = [  # the pure decisions live in lernie_ref.core.sweep; re-exported here for callers
     "REVIVALS_FILE",

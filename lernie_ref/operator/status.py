@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from lernie_ref.actors.sweep import mark_value, revivals_at, transcript_due
+from lernie_ref.core.entry import Entry as _Entry
 from lernie_ref.core.errors import LernieError
 from lernie_ref.core.frontmatter import split_frontmatter, terminal_ref_of
 from lernie_ref.core.ids import is_agent_id, parent_of
@@ -26,7 +27,6 @@ from lernie_ref.core.sweep import REVIVE_LIMIT, Condition, at_rest_mark, conditi
 from lernie_ref.core.vocab import NAME_FILE, Epitaph, MarkKind
 from lernie_ref.operator.driverlog import last_log_line
 from lernie_ref.operator.stop import LockLine, holders_in, lock_table
-from lernie_ref.reply_debt import Entry, is_terminal_response
 from lernie_ref.substrate.deposit import Pending, pending
 from lernie_ref.substrate.refsnap import (
     AgentOids,
@@ -35,8 +35,10 @@ from lernie_ref.substrate.refsnap import (
     RefOids,
     names_at,
 )
-from lernie_ref.substrate.transcript import Transcript
+from lernie_ref.substrate.transcript import Transcript, is_terminal_response
 from lernie_ref.substrate.workspace import Workspace
+
+Entry = _Entry[Path]
 
 
 @record(frozen=True)

@@ -26,6 +26,7 @@ from itertools import compress, repeat
 from operator import ge, itemgetter, lt
 from pathlib import Path
 
+from lernie_ref.core import debt
 from lernie_ref.core.actor import Actor, Passed
 from lernie_ref.core.entry import Block, Entry, render_model_entry, render_tool_entry
 from lernie_ref.core.errors import (
@@ -193,6 +194,18 @@ def with_body(entry: Entry[Path]) -> Entry[Path]:
     if entry.body is not None:
         return entry
     return _disk_entry(entry.path, entry.seq, entry.origin, entry.delivered)
+
+
+def is_terminal_response(entry: Entry[Path]) -> bool:
+    """R-DEBT-2 on an entry read from disk: a non-``tool`` model entry whose blocks declare
+    no ``tool_use``."""
+    return debt.is_terminal_response(with_body(entry))
+
+
+def recipient(worktree: Path, agent_id: str, epitaph: str) -> str | None:
+    """R-ADDR-1, R-ADDR-3: where a terminal event of the agent whose worktree is
+    ``worktree`` sends its result; ``None`` = no deposit."""
+    return debt.recipient(entries(worktree), agent_id, epitaph)
 
 
 def read_bytes(entry: Entry[Path]) -> bytes:

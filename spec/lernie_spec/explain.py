@@ -259,7 +259,28 @@ def _i20(at: At) -> str:
             f"sweep {_files(missing)} has work due and no driver launched")
 
 
+def _i21(at: At) -> str:
+    assert at.pre is not None and at.step is not None
+    p = at.pre.procs[at.step.actor]
+    h = p.history.value
+    sent = _files([name(r) for r, _ in h.published])
+    woke = _files([name(a) for a, _ in h.launched])
+    return (f"a process that ends other than by a death or an error exit has made every "
+            f"wakeup it owed, but {_proc(p)} ended by '{at.step.text}' having published to "
+            f"{sent} and woken {woke}")
+
+
+def _i22(at: At) -> str:
+    assert at.pre is not None and at.step is not None
+    p = at.pre.procs[at.step.actor]
+    stops = _files([name(a) for a in p.history.value.stop_requests])
+    return (f"a driver alive when the operator stopped its agent or an ancestor takes no "
+            f"model call and commits no tool result after that, but {_proc(p)} did "
+            f"'{at.step.text}' after `lernie stop` of {stops}")
+
+
 EXPLAINERS: dict[str, Callable[[At], str]] = {
+    "I-21": _i21, "I-22": _i22,
     "I-1": _i1, "I-2": _i2, "I-5": _i5, "I-7": _i7, "I-8": _i8, "I-9": _i9, "I-11": _i11,
     "I-12": _i12, "I-13": _i13, "I-14": _i14, "I-16": _i16, "I-17": _i17, "I-18": _i18,
     "I-19": _i19, "I-20": _i20,

@@ -30,7 +30,12 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from lernie_spec.model import Pc, Proc, Profile, Role, Scope, State, Step, initial, successors
-from lernie_spec.properties import state_violations, step_violations
+from lernie_spec.properties import (
+    forget_ghost_keys,
+    ghost_key,
+    state_violations,
+    step_violations,
+)
 
 Trace = list[tuple[Step, State]]
 
@@ -64,15 +69,34 @@ def _proc_key(p: Proc) -> tuple[object, ...]:
 
 
 def canonical(st: State) -> State:
-    """The representative of st's orbit under permutations of its processes:
-    the processes sorted by everything but their ghost history."""
-    if len(st.procs) < 2:
+    """The representative of st's orbit under permutations of its processes *within
+    one role*: the processes of each role sorted among the places that role holds
+    (by everything but their ghost history), so the order in which processes of
+    different roles started (a driver after the scanner, a writer after a driver)
+    is kept and explored as it happened (SPEC.md §19, "Symmetry reduction")."""
+    procs = st.procs
+    if len(procs) < 2:
         return st
-    if len(st.procs) == 2:  # the common case, as `sorted` (stable) orders it
-        a, b = st.procs
-        return st._replace(procs=(b, a)) if _proc_key(b) < _proc_key(a) else st
-    procs = tuple(sorted(st.procs, key=_proc_key))
-    return st if procs == st.procs else st._replace(procs=procs)
+    if len(procs) == 2:  # the common case, as `sorted` (stable) orders it
+        a, b = procs
+        if a.role is b.role and _proc_key(b) < _proc_key(a):
+            return st._replace(procs=(b, a))
+        return st
+    out = list(procs)
+    for role in (Role.WRITER, Role.DRIVER, Role.SCANNER):
+        places = [k for k, p in enumerate(procs) if p.role is role]
+        if len(places) > 1:
+            for k, p in zip(places, sorted((procs[k] for k in places), key=_proc_key),
+                            strict=True):
+                out[k] = p
+    new = tuple(out)
+    return st if new == procs else st._replace(procs=new)
+
+
+def sorted_form(st: State) -> State:
+    """The processes sorted regardless of role: the state as an observer that does not
+    see start order reads it (the soundness test compares searches in this form)."""
+    return st._replace(procs=tuple(sorted(st.procs, key=_proc_key)))
 
 
 def _identity(st: State) -> State:
@@ -83,13 +107,15 @@ def _concrete(init: State, prof: Profile, scope: Scope,
               path: list[tuple[Step, State]], canon: Callable[[State], State]) -> Trace:
     """A concrete run through the given canonical states: from each state, the
     successor taken by the same kind of step whose canonical form is the next
-    state of the path."""
+    state of the path (ghost included: what the invariants read of it)."""
     out: Trace = []
     cur = init
     for step, target in path:
+        want = ghost_key(target, scope)
         for s2, nxt in successors(cur, prof, scope):
             if (s2.rule, s2.text, s2.action, s2.external) == (
-                    step.rule, step.text, step.action, step.external) and canon(nxt) == target:
+                    step.rule, step.text, step.action, step.external) and canon(
+                    nxt) == target and ghost_key(canon(nxt), scope) == want:
                 out.append((s2, nxt))
                 cur = nxt
                 break
@@ -107,10 +133,13 @@ def explore(
     observe: Observer | None = None,
     first: bool = False,
     symmetry: bool = True,
+    ghost: bool = True,
 ) -> Result:
     """Explore; with `want`, stop once every invariant in it is violated;
     with `first`, stop at the first violation of any; with `symmetry` (the
-    default), identify states that differ only in the order of processes.
+    default), identify states that differ only in the order of processes of one
+    role; with `ghost` (the default), never identify states whose ghost histories
+    differ in what the invariants read (`properties.ghost_key`).
 
     The cyclic garbage collector is off while it runs (and restored after): every
     state is kept until the search ends and states are plain tuples (no cycles), so a
@@ -120,8 +149,9 @@ def explore(
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _explore(prof, scope, want, liveness, progress, observe, first, symmetry)
+        return _explore(prof, scope, want, liveness, progress, observe, first, symmetry, ghost)
     finally:
+        forget_ghost_keys()
         if collecting:
             gc.enable()
 
@@ -135,11 +165,12 @@ def _explore(
     observe: Observer | None,
     first: bool,
     symmetry: bool,
+    ghost: bool,
 ) -> Result:
     t0 = time.perf_counter()
     canon = canonical if symmetry else _identity
     init = initial(scope)
-    index: dict[State, int] = {init: 0}
+    index: dict[object, int] = {(init, ghost_key(init, scope)) if ghost else init: 0}
     states: list[State] = [init]
     parent: list[int] = [-1]
     via: list[Step | None] = [None]
@@ -169,7 +200,7 @@ def _explore(
                 observe(st, step, nxt)
             post = canon(nxt)
             n = len(states)
-            j = index.setdefault(post, n)
+            j = index.setdefault((post, ghost_key(post, scope)) if ghost else post, n)
             # judged as taken (before the canonical form); the state half of
             # I-1 only when the post-state is new (`step_violations`)
             bad = step_violations(st, step, nxt, scope, j == n)
@@ -330,8 +361,10 @@ def _loop_steps(node: int, cycle: list[int], states: list[State], prof: Profile,
     cur = states[node]
     for v in cycle:
         target = states[v]
+        want = ghost_key(target, scope)
         for step, nxt in successors(cur, prof, scope):
-            if not step.external and canon(nxt) == target:
+            if not step.external and canon(nxt) == target and ghost_key(
+                    canon(nxt), scope) == want:
                 out.append((step, target))
                 break
         cur = target

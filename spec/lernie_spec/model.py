@@ -92,6 +92,7 @@ class Pc(_Enum):
     TOOL_RESULT = "tool result"
     RESULT_LIST_INBOX = "result: list inbox"
     RESULT_PUBLISH = "result: publish"
+    RESULT_MARK = "result: move returned mark"
     RELEASE_LEASE = "release lease"
     REREAD_INBOX = "re-read inbox"
     RULE_PROBE = "release rule: probe"
@@ -103,6 +104,7 @@ class Pc(_Enum):
     COMMIT_STEP = "commit executor entry"
     LOST_LIST = "lost reply: list inbox"
     LOST_PUBLISH = "lost reply: publish"
+    LOST_MARK = "lost reply: move returned mark"
     LOST_PROBE = "lost reply: probe"
     LOST_LAUNCH = "lost reply: launch"
     SWEEP = "sweep"
@@ -120,6 +122,7 @@ class Action(_Enum):
     DRIVER_START = "driver start"
     LIST_FOR_DEPOSIT = "list for deposit"
     PUBLISH = "publish"
+    MARK_RETURNED = "move returned mark"
     PROBE = "probe"
     PROBE_RELEASE_LAUNCH = "probe release and launch"
     SELF_LAUNCH = "self-launch"
@@ -165,10 +168,13 @@ class Ghost(Generic[T]):
     explorer; the one kept carries the history of the first (shortest) path
     that reached it, which is the path every trace shows."""
 
-    __slots__ = ("value",)
+    __slots__ = ("key", "value")
 
     def __init__(self, value: T) -> None:
         self.value = value
+        # what the invariants read of this history, as the explorer's ghost-aware
+        # search computes it (`lernie_spec.properties.ghost_key`), cached here
+        self.key: object = None
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Ghost)
@@ -207,6 +213,19 @@ class Publication(NamedTuple):
     kind: str
     tip: int  # the author's commit count when it was published (its terminal_ref)
     by_sweep: bool = False
+    entries: int = 0  # how many entries the author's transcript held when it was published
+
+
+class Death(NamedTuple):
+    """A process death (a crash, or an error exit, R-STEP-5) as one agent's ghost records
+    it: who died, with what it had done, and the serials of the files then pending in
+    the agent's inbox."""
+
+    role: Role
+    agent: int  # the dead process's agent (driver) or target
+    published: tuple[tuple[int, str], ...]
+    woke: tuple[int, ...]
+    pending: tuple[int, ...]
 
 
 class AgentHistory(NamedTuple):
@@ -216,10 +235,18 @@ class AgentHistory(NamedTuple):
     parked_at: int = -1  # commit count at which a stop/budget mark was set
     unsynced: bool = False  # a terminal entry reached messages/ and is not committed yet
     revived_at: tuple[int, ...] = ()  # commit count at each revival by a scan (R-SCAN-10)
+    parkings: tuple[int, ...] = ()  # commit count at each stop / budget event
+    marked_at: int = -1  # commit count the returned mark was last set to (R-DEP-8)
+    serials: tuple[int, ...] = ()  # publication serial of each pending file, in inbox order
+    received: int = 0  # files ever published into this inbox
+    deaths: tuple[Death, ...] = ()  # every process death or error exit, as this agent saw it
+    leases: tuple[str, ...] = ()  # each lease "taken", "released", or "lost" by a death
 
 
 class ProcHistory(NamedTuple):
     published: tuple[tuple[int, str], ...] = ()  # (recipient, kind) of each deposit
+    woke: tuple[int, ...] = ()  # each agent it probed (busy or launched) or flushed
+    stop_requests: tuple[int, ...] = ()  # agents named by `lernie stop` while it lived
     launched: tuple[tuple[int, Funding], ...] = ()  # (agent, why) of each launch
     committed_final: int = -1  # index of the terminal entry this process committed
     parked_event: bool = False  # it set a stop or budget mark
@@ -266,6 +293,7 @@ class Scope(NamedTuple):
     errors: int = 0  # hop errors (a failing model adapter, R-STEP-5)
     message_to: tuple[int, ...] = ()  # agents the operator may message (empty: any)
     split_commit: bool = False  # an executor entry's rename and commit as two steps
+    split_mark: bool = False  # an executor's result and its returned mark as two steps
 
 
 class File(NamedTuple):
@@ -305,6 +333,7 @@ class Agent(NamedTuple):
     stray_final: bool = False  # a terminal model entry renamed into messages/, not committed
     stray_step: bool = False  # a tool-calling model entry or a tool result renamed, not committed
     revivals: int = 0  # the scan's revivals at the current tip (R-SCAN-10 crash-loop guard)
+    published_at_tip: bool = False  # a result carrying the tip was published (R-SCAN-11)
     history: Ghost[AgentHistory] = _NO_AGENT_HISTORY
 
 
@@ -359,6 +388,7 @@ class Step(NamedTuple):
     launched: tuple[int, ...] = ()
     funding: Funding | None = None
     also: tuple[str, ...] = ()
+    target: int = -2  # the agent a probe or an operator's `lernie stop` names, else NOBODY
 
 
 Succ = list[tuple[Step, State]]
@@ -480,8 +510,50 @@ def _noted_launch(p: Proc, a: int, why: Funding) -> Proc:
 def _committed(ag: Agent) -> Agent:
     """Every commit moves the tip: no mark is at the tip any more (R-DEP-8, R-WS-5),
     and the crash-loop guard's count restarts (R-SCAN-10)."""
-    ag = ag._replace(returned_at_tip=False, parked_at_tip=False, revivals=0)
+    ag = ag._replace(returned_at_tip=False, parked_at_tip=False, revivals=0,
+                     published_at_tip=False)
     return _noted_commit(ag)
+
+
+def _marked(ag: Agent) -> Agent:
+    """R-DEP-8: the returned mark moves to the tip (ghost: the tip it was set to)."""
+    return _ah(ag._replace(returned_at_tip=True), marked_at=ag.history.value.commits)
+
+
+def _received(ag: Agent, f: File, replaced: File | None = None) -> Agent:
+    """File f lands in ag's inbox (ghost: its publication serial, R-DEP-6)."""
+    h = ag.history.value
+    serials = h.serials
+    inbox = ag.inbox
+    if replaced is not None:
+        k = inbox.index(replaced)
+        inbox = inbox[:k] + inbox[k + 1:]
+        serials = serials[:k] + serials[k + 1:]
+    return _ah(ag._replace(inbox=(*inbox, f)), serials=(*serials, h.received),
+               received=h.received + 1)
+
+
+def _taken(ag: Agent, f: File) -> Agent:
+    """File f leaves ag's inbox (moved into `messages/`)."""
+    k = ag.inbox.index(f)
+    h = ag.history.value
+    return _ah(ag._replace(inbox=ag.inbox[:k] + ag.inbox[k + 1:]),
+               serials=h.serials[:k] + h.serials[k + 1:])
+
+
+def _noted_death(agents: tuple[Agent, ...], p: Proc) -> tuple[Agent, ...]:
+    """Ghost of a process death or error exit: every agent records it, with the files
+    pending in its inbox; the agent whose lease it held records a lease lost."""
+    h = p.history.value
+    out = []
+    for a, ag in enumerate(agents):
+        if ag.exists:
+            ah = ag.history.value
+            d = Death(p.role, p.agent, h.published, h.woke, ah.serials)
+            leases = (*ah.leases, "lost") if p.lease and p.agent == a else ah.leases
+            ag = _ah(ag, deaths=(*ah.deaths, d), leases=leases)
+        out.append(ag)
+    return tuple(out)
 
 
 # ------------------------------------------------------- transcript effects
@@ -603,24 +675,29 @@ def deposit_publish(st: State, prof: Profile, scope: Scope, i: int, nxt: Pc) -> 
     p = st.procs[i]
     ag = st.agents[p.target]
     n = p.number
-    inbox = ag.inbox
     note = ""
+    old = None
     if prof.create_only:
         n = _free(ag, p.sender)
-    elif any((f.sender, f.n) == (p.sender, n) for f in inbox):
-        inbox = tuple(f for f in inbox if (f.sender, f.n) != (p.sender, n))
-        note = " REPLACING the file there"
+    else:
+        old = next((f for f in ag.inbox if (f.sender, f.n) == (p.sender, n)), None)
+        note = " REPLACING the file there" if old is not None else ""
     f = File(p.sender, n, p.deposit_kind)
-    agents = _set_agent(st, p.target, ag._replace(inbox=(*inbox, f)))
+    agents = _set_agent(st, p.target, _received(ag, f, old))
     also: tuple[str, ...] = ("R-DEP-1", "R-PROBE-2")
+    split = False
     if p.deposit_kind != PLAIN and p.sender >= 0:  # R-DEP-8 returned mark
         c = p.sender
-        author = agents[c]._replace(returned_at_tip=True)
+        split = scope.split_mark
+        author = agents[c]._replace(published_at_tip=True)
+        author = author if split else _marked(author)
         h = author.history.value
-        author = _ah(author, results=(*h.results,
-                                      Publication(p.target, p.deposit_kind, h.commits)))
+        author = _ah(author, results=(*h.results, Publication(
+            p.target, p.deposit_kind, h.commits, entries=len(h.entries))))
         agents = (*agents[:c], author, *agents[c + 1 :])
-        also += ("R-DEP-8",)
+        also += () if split else ("R-DEP-8",)
+        if split:  # R-DEP-8 as its own step (R-SCAN-11: a kill may land between)
+            nxt = Pc.RESULT_MARK if nxt is Pc.RELEASE_LEASE else Pc.LOST_MARK
     in_flight = _flight_add(st.in_flight, Dep(p.target, p.sender, p.deposit_kind))
     kind = "" if p.deposit_kind == PLAIN else f" [{p.deposit_kind}]"
     text = f"publish {name(p.target)}/{name(p.sender)}-{n:03d}{kind}{note}"
@@ -634,10 +711,11 @@ def probe_acquire(st: State, prof: Profile, scope: Scope, i: int, nxt: Pc, busy:
     """R-PROBE-1 try-acquire the target's lock; busy means someone drives it."""
     p = st.procs[i]
     if locked(st, p.target):
+        q = _ph(p._replace(pc=busy), woke=(*p.history.value.woke, p.target))
         return [(Step("R-PROBE-1", i, f"probe {name(p.target)}: BUSY", Action.PROBE,
-                      also=("R-LOCK-1",)), _put(st, i, p._replace(pc=busy)))]
+                      also=("R-LOCK-1",), target=p.target), _put(st, i, q))]
     return [(Step("R-PROBE-1", i, f"probe {name(p.target)}: acquired", Action.PROBE,
-                  also=("R-LOCK-1",)),
+                  also=("R-LOCK-1",), target=p.target),
              _put(st, i, p._replace(pc=nxt, probe_on=p.target)))]
 
 
@@ -648,6 +726,7 @@ def probe_release_launch(st: State, prof: Profile, scope: Scope, i: int, nxt: Pc
     p = st.procs[i]
     t = p.target
     q = _noted_launch(p._replace(pc=nxt, probe_on=NOBODY), t, why)
+    q = _ph(q, woke=(*q.history.value.woke, t))
     s = _put(st, i, q, agents=_launch(st, scope, t))
     return [(Step("R-LAUNCH-1", i, f"release {name(t)}, launch driver",
                   Action.PROBE_RELEASE_LAUNCH, launched=(t,), funding=why,
@@ -677,14 +756,35 @@ def start_driver(st: State, prof: Profile, scope: Scope, a: int) -> Succ:
 
 
 def _start(st: State, prof: Profile, scope: Scope, a: int, who: str) -> Succ:
-    """R-STEP-1 take the lease with a try-acquire, or exit 0 as already driven."""
+    """R-STEP-1 take the lease with a try-acquire, or exit 0 as already driven; with
+    the lease, R-SCAN-11 repairs a returned mark a kill left behind."""
     if locked(st, a):
         return [(Step("R-STEP-1", -1, f"{who} {name(a)}: busy, exit 0", Action.DRIVER_START), st)]
     d = Proc(Role.DRIVER, a, Pc.START, lease=True)
-    s = st._replace(procs=(*st.procs, d))
+    ag = st.agents[a]
+    ag = _ah(ag, leases=(*ag.history.value.leases, "taken"))
+    s = st._replace(procs=(*st.procs, d), agents=_set_agent(st, a, ag))
+    also: tuple[str, ...] = ()
+    if ag.published_at_tip and not ag.returned_at_tip:
+        # R-SCAN-11: a returned mark a kill left behind is repaired by the next holder
+        # before anything moves the tip (taken with the lease: nobody else can look)
+        s = s._replace(agents=_set_agent(s, a, _marked(ag)))
+        also = ("R-SCAN-11",)
     i = len(s.procs) - 1
-    return [(Step("R-STEP-1", -1, f"{who} {name(a)}: lease taken", Action.DRIVER_START),
+    text = f"{who} {name(a)}: lease taken" + ("; returned mark repaired" if also else "")
+    return [(Step("R-STEP-1", -1, text, Action.DRIVER_START, also=also),
              _put(s, i, _hop_start(s, prof, scope, d)))]
+
+
+def mark_returned(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
+    """R-DEP-8 (`Scope.split_mark`): after the result landed, its author's returned mark
+    moves to the tip the result carries; then the exit protocol (or the drain) goes on."""
+    p = st.procs[i]
+    c = p.sender if p.pc is Pc.LOST_MARK else p.agent
+    s = st._replace(agents=_set_agent(st, c, _marked(st.agents[c])))
+    nxt = Pc.RELEASE_LEASE if p.pc is Pc.RESULT_MARK else Pc.LOST_PROBE
+    return [(Step("R-DEP-8", i, f"move {name(c)}'s returned mark to its tip",
+                  Action.MARK_RETURNED), _put(s, i, p._replace(pc=nxt)))]
 
 
 def _hop_start(st: State, prof: Profile, scope: Scope, p: Proc) -> Proc:
@@ -709,8 +809,8 @@ def lost_reply(st: State, prof: Profile, scope: Scope, a: int) -> int:
     returned mark is not at the tip, and a reply is owed to an existing agent
     (R-ADDR-3, R-DEBT-4). NOBODY when there is none."""
     ag = st.agents[a]
-    if (ag.returned_at_tip or not ag.answered or ag.call_due or ag.window is not Window.CLOSED
-            or ag.uncommitted or ag.stray_final):
+    if (ag.returned_at_tip or ag.published_at_tip or not ag.answered or ag.call_due
+            or ag.window is not Window.CLOSED or ag.uncommitted or ag.stray_final):
         return NOBODY
     to = recipient_final(prof, scope, ag, a)
     return to if to != NOBODY and st.agents[to].exists else NOBODY
@@ -812,7 +912,7 @@ def drain_move(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
         return [(Step("R-DRAIN-4", i, f"{name(snd)}-{n:03d} gone", Action.MOVE_DEPOSIT),
                  _put(st, i, q))]
     d = Dep(a, f.sender, f.kind)
-    ag2 = _delivered(scope, ag._replace(inbox=tuple(x for x in ag.inbox if x != f)), a, d)
+    ag2 = _delivered(scope, _taken(ag, f), a, d)
     s = st._replace(agents=_set_agent(st, a, ag2))
     kind = "" if f.kind == PLAIN else f" [{f.kind}]"
     q = _ph(p._replace(pc=Pc.COMMIT_ENTRY, listing=rest), moved=(*p.history.value.moved, f))
@@ -857,7 +957,7 @@ def _warrant(st: State, prof: Profile, scope: Scope, p: Proc) -> Proc:
 def decline(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     """R-STEP-5 an error exit: release by LOCK_UN, no release rule, no launch."""
     return [(Step("R-STEP-5", i, "Unpaired tool_use: declined, exit 1", Action.DECLINE),
-             _put(st, i, None))]
+             _put(st, i, None, agents=_noted_death(st.agents, st.procs[i])))]
 
 
 def model_step(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
@@ -877,7 +977,7 @@ def model_step(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     if b.errors:
         s = st._replace(budget=b._replace(errors=b.errors - 1))
         out.append((Step("R-STEP-5", i, "model adapter failed: lease released, exit 1",
-                         Action.ERROR_EXIT), _put(s, i, None)))
+                         Action.ERROR_EXIT), _put(s, i, None, agents=_noted_death(s.agents, p))))
     # terminal response (text or empty: no decision reads the body). Its rename and
     # its commit are one step unless the scope splits them (`Scope.split_commit`):
     # nothing but a crash of this process can observe the gap (the agent is held, so
@@ -939,7 +1039,7 @@ def _step_then_crash(st: State, i: int, text: str, e: Entry, ag: Agent) -> Succ:
     p = st.procs[i]
     ag = _executor_entry(ag, e, renamed_only=True)
     b = st.budget
-    s = _put(st, i, None, agents=_set_agent(st, p.agent, ag),
+    s = _put(st, i, None, agents=_noted_death(_set_agent(st, p.agent, ag), p),
              budget=b._replace(crashes=b.crashes - 1))
     return [(Step("CRASH", i, text, Action.CRASH, also=("R-TR-3",)), s)]
 
@@ -950,7 +1050,7 @@ def _final_then_crash(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     p = st.procs[i]
     ag = _terminal(st.agents[p.agent], renamed_only=True)
     b = st.budget
-    s = _put(st, i, None, agents=_set_agent(st, p.agent, ag),
+    s = _put(st, i, None, agents=_noted_death(_set_agent(st, p.agent, ag), p),
              budget=b._replace(crashes=b.crashes - 1))
     return [(Step("CRASH", i, "model: terminal response renamed; CRASH before its commit",
                   Action.CRASH, also=("R-TERM-1",)), s)]
@@ -1020,7 +1120,8 @@ def _terminate(st: State, prof: Profile, scope: Scope, i: int, ep: str, why: str
     p = st.procs[i]
     r = parent_of(scope, p.agent)  # R-ADDR-1
     ag = st.agents[p.agent]._replace(parked_at_tip=True)
-    ag = _ah(ag, parked_at=ag.history.value.commits)
+    h = ag.history.value
+    ag = _ah(ag, parked_at=h.commits, parkings=(*h.parkings, h.commits))
     s = st._replace(agents=_set_agent(st, p.agent, ag))
     q = _ph(p._replace(epitaph=ep, recipient=r, target=r, sender=p.agent, deposit_kind=ep,
                        tool="", pc=Pc.RESULT_LIST_INBOX if r != NOBODY else Pc.RELEASE_LEASE),
@@ -1036,10 +1137,13 @@ def release(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     p = st.procs[i]
     q = _ph(p._replace(lease=False, pc=Pc.REREAD_INBOX if prof.release_rule
                        else _after_reread(prof, p)), released=True)
+    own = st.agents[p.agent]
+    own = _ah(own, leases=(*own.history.value.leases, "released"))
     out: Succ = [(Step("R-LOCK-2", i, "release lease", Action.RELEASE_LEASE,
-                       also=("R-TERM-2", "R-TERM-5")), _put(st, i, q))]
+                       also=("R-TERM-2", "R-TERM-5")),
+                  _put(st, i, q, agents=_set_agent(st, p.agent, own)))]
     if prof.release_by_close:
-        ag = st.agents[p.agent]._replace(forked_holder=True)
+        ag = own._replace(forked_holder=True)
         s = _put(st, i, q, agents=_set_agent(st, p.agent, ag))
         out.append((Step("R-LOCK-2", i, "close lease fd; a forked child keeps the lock",
                          Action.RELEASE_LEASE), s))
@@ -1128,20 +1232,22 @@ def stop_agent(st: State, prof: Profile, scope: Scope) -> Succ:
     for a, ag in enumerate(st.agents):
         if not ag.exists:
             continue
+        tree = {a} | {c for c in range(len(st.agents)) if _descends(scope, c, a)}
+        # The flag is read only at check points, so setting it just before one
+        # is equivalent to setting it any earlier (a sound reduction): the operator
+        # stops a when some driver of a's subtree is at a check point.
+        if not any(p.role is Role.DRIVER and p.lease and p.agent in tree
+                   and p.pc in _STOP_SEEN and not p.stop_flag for p in st.procs):
+            continue
         targets = {a}
         if prof.stop_cascade:
-            targets |= {c for c in range(len(st.agents)) if _descends(scope, c, a)}
-        hit = [j for j, p in enumerate(st.procs)
-               if p.role is Role.DRIVER and p.lease and p.agent in targets and not p.stop_flag]
-        # The flag is read only at check points, so setting it just before one
-        # is equivalent to setting it any earlier (a sound reduction).
-        if not any(st.procs[j].pc in _STOP_SEEN for j in hit):
-            continue
-        procs = tuple(p._replace(stop_flag=True) if j in hit else p
-                      for j, p in enumerate(st.procs))
+            targets = tree
+        procs = tuple(_ph(p._replace(stop_flag=p.stop_flag or (
+            p.role is Role.DRIVER and p.lease and p.agent in targets)),
+            stop_requests=(*p.history.value.stop_requests, a)) for p in st.procs)
         s = st._replace(procs=procs, budget=b._replace(stops=b.stops - 1))
         out.append((Step("R-STOP-1", -1, f"operator: lernie stop {name(a)}", Action.OPERATOR_STOP,
-                         True, also=("R-STOP-3",) if len(targets) > 1 else ()), s))
+                         True, also=("R-STOP-3",) if len(targets) > 1 else (), target=a), s))
     return out
 
 
@@ -1168,10 +1274,11 @@ def _result_by_sweep(agents: tuple[Agent, ...], c: int, to: int, kind: str) -> t
     """Deposit a result into `to`'s inbox on c's behalf; the returned mark moves (R-DEP-8)."""
     rc = agents[to]
     f = File(c, _free(rc, c), kind)
-    agents = (*agents[:to], rc._replace(inbox=(*rc.inbox, f)), *agents[to + 1:])
-    author = agents[c]._replace(returned_at_tip=True)
+    agents = (*agents[:to], _received(rc, f), *agents[to + 1:])
+    author = _marked(agents[c]._replace(published_at_tip=True))
     h = author.history.value
-    author = _ah(author, results=(*h.results, Publication(to, kind, h.commits, True)))
+    author = _ah(author, results=(*h.results, Publication(to, kind, h.commits, True,
+                                                          len(h.entries))))
     return (*agents[:c], author, *agents[c + 1:])
 
 
@@ -1204,6 +1311,7 @@ def sweep(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     agents = st.agents
     in_flight = st.in_flight
     swept = []
+    sent: list[tuple[int, str]] = []
     revived: list[int] = []
     for c, ag in enumerate(st.agents):
         if not ag.exists or locked(st, c):
@@ -1218,7 +1326,11 @@ def sweep(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
                 revived.append(c)
             else:
                 swept.append(f"gave up on {name(c)}")
-        if ag.returned_at_tip or ag.stray_final:
+        if ag.published_at_tip and not ag.returned_at_tip:
+            # R-SCAN-11: its result carrying the tip is on disk: repair the mark, send nothing
+            agents = (*agents[:c], _marked(agents[c]), *agents[c + 1:])
+            swept.append(f"repaired {name(c)}'s mark")
+        if ag.returned_at_tip or ag.published_at_tip or ag.stray_final:
             continue
         par = scope.parents[c]
         mid_work = ag.call_due or ag.window is not Window.CLOSED
@@ -1227,6 +1339,7 @@ def sweep(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
                 continue
             agents = _result_by_sweep(agents, c, par, DIED)
             in_flight = _flight_add(in_flight, Dep(par, c, DIED))
+            sent.append((par, DIED))
             swept.append(f"died for {name(c)}")
         elif ag.answered and not mid_work:
             to = recipient_final(prof, scope, ag, c)
@@ -1234,11 +1347,15 @@ def sweep(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
                 continue
             agents = _result_by_sweep(agents, c, to, FINAL)
             in_flight = _flight_add(in_flight, Dep(to, c, FINAL))
+            sent.append((to, FINAL))
             swept.append(f"re-sent {name(c)}'s reply to {name(to)}")
     swept += [f"revive {name(c)}" for c in revived]
     text = f"sweep: {', '.join(swept)}" if swept else "sweep: nothing"
-    s = _put(st, i, st.procs[i]._replace(pc=Pc.FLUSH), agents=agents, in_flight=in_flight)
+    q = st.procs[i]
+    q = _ph(q._replace(pc=Pc.FLUSH), published=(*q.history.value.published, *sent))
+    s = _put(st, i, q, agents=agents, in_flight=in_flight)
     also = ("R-SCAN-4", "R-SCAN-5", "R-SCAN-6") + (("R-SCAN-9",) if "re-sent" in text else ())
+    also += ("R-SCAN-11",) if "repaired" in text else ()
     also += ("R-SCAN-10",) if revived else ()
     return [(Step("R-SCAN-1", i, text, Action.SWEEP, also=also, launched=tuple(revived),
                   funding=Funding.SCAN_REVIVAL if revived else None), s)]
@@ -1249,6 +1366,9 @@ def flush(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     s = st
     hit = []
     p = st.procs[i]
+    # every inbox is visited: a held one reads busy (its holder drains it)
+    p = _ph(p, woke=(*p.history.value.woke,
+                     *(a for a, ag in enumerate(st.agents) if ag.exists and ag.inbox)))
     for a, ag in enumerate(st.agents):
         if ag.exists and ag.inbox and not locked(st, a):
             s = s._replace(agents=_launch(s, scope, a))
@@ -1263,7 +1383,8 @@ def crash(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     """Crash class (R-STEP-5, digest §20.3): the process dies at this point;
     the kernel drops its locks; nothing else happens."""
     b = st.budget
-    s = _put(st, i, None, budget=b._replace(crashes=b.crashes - 1))
+    s = _put(st, i, None, agents=_noted_death(st.agents, st.procs[i]),
+             budget=b._replace(crashes=b.crashes - 1))
     return [(Step("CRASH", i, "CRASH", Action.CRASH), s)]
 
 
@@ -1307,6 +1428,7 @@ PROGRAMS: dict[Role, tuple[Instruction, ...]] = {
         # R-DRAIN-8: a lost reply leaves before the drain (the writer's path)
         Instruction(Pc.LOST_LIST, lost_list, "R-DRAIN-8, R-DEP-2"),
         Instruction(Pc.LOST_PUBLISH, _sub(deposit_publish, Pc.LOST_PROBE), "R-DEP-6, R-DEP-8"),
+        Instruction(Pc.LOST_MARK, mark_returned, "R-DEP-8"),
         Instruction(Pc.LOST_PROBE, lost_probe, "R-PROBE-1"),
         Instruction(Pc.LOST_LAUNCH, lost_launch, "R-LAUNCH-1"),
         # a `message` / `dispatch` tool: the writer's path (R-PROBE-4, R-PROBE-6)
@@ -1321,6 +1443,7 @@ PROGRAMS: dict[Role, tuple[Instruction, ...]] = {
                     "R-TERM-2 (1), R-ADDR"),
         Instruction(Pc.RESULT_PUBLISH, _sub(deposit_publish, Pc.RELEASE_LEASE),
                     "R-TERM-2 (1), R-DEP-8"),
+        Instruction(Pc.RESULT_MARK, mark_returned, "R-DEP-8"),
         Instruction(Pc.RELEASE_LEASE, release, "R-TERM-2 (2), R-LOCK-2"),
         Instruction(Pc.REREAD_INBOX, reread, "R-TERM-2 (3), R-REL-1"),
         Instruction(Pc.RULE_PROBE, rule_probe, "R-TERM-2 (3), R-REL-1"),
@@ -1375,7 +1498,7 @@ RULES: dict[str, Callable[..., object]] = {
     "R-DEP-1": deposit_publish,
     "R-DEP-2": _number,
     "R-DEP-6": deposit_publish,
-    "R-DEP-8": deposit_publish,
+    "R-DEP-8": mark_returned,
     "R-DEP-10": own_child_result,
     "R-DEP-11": drain_list,
     "R-LOCK-1": locked,
@@ -1423,6 +1546,7 @@ RULES: dict[str, Callable[..., object]] = {
     "R-SCAN-6": sweep,
     "R-SCAN-9": sweep,
     "R-SCAN-10": revival_due,
+    "R-SCAN-11": _start,
     "R-STOP-1": stop_agent,
     "R-STOP-3": stop_agent,
     "R-STOP-6": tool_result,
@@ -1462,8 +1586,6 @@ NOT_MODELLED: dict[str, str] = {
     "R-SCAN-12": "a creation is one step in the model (the child exists from the dispatch's "
     "listing); the remains of one killed before its ref are seen by no reader and are "
     "checked on the implementation (tests/fault, the refinement machine's killed creations)",
-    "R-SCAN-11": "a result's publication and its returned mark are one step in the model, "
-    "so no mark is ever left behind to repair (§19)",
     "R-SCAN-7": "error texts",
     "R-SCAN-8": "documented residuals, not behaviour",
     "R-STATUS-5": "read-only report",

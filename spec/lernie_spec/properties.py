@@ -31,10 +31,14 @@ from lernie_spec.model import (
     Action,
     Agent,
     AgentHistory,
+    Death,
     Entry,
     EntryKind,
     File,
     Funding,
+    Ghost,
+    Proc,
+    ProcHistory,
     Role,
     Scope,
     State,
@@ -89,6 +93,7 @@ PIN = 128  # an actor's step funded by a self-launch or a revival
 REVIVAL = 256  # an actor's step funded by a revival
 NEW = 512  # the post-state is one the explorer has not seen before
 PENDING_UP = 1024  # some agent has more pending launches after the step than before
+ENDS = 2048  # the step ended its actor's process
 
 Guard = Callable[[Action, int], bool]
 
@@ -175,8 +180,51 @@ def reply(entries: tuple[Entry, ...], me: int, scope: Scope) -> tuple[bool, int]
 
 
 def returned_at_tip(h: AgentHistory) -> bool:
-    """R-DEP-8: the newest result by the agent carries its current tip."""
-    return bool(h.results) and h.results[-1].tip == h.commits
+    """R-DEP-8: the returned mark was last set at the current tip."""
+    return h.marked_at == h.commits
+
+
+def carried_at_tip(h: AgentHistory) -> bool:
+    """R-SCAN-11: some result by the agent carries its current tip (it is on disk:
+    pending for, or delivered to, its recipient; results are never removed)."""
+    return any(r.tip == h.commits for r in h.results)
+
+
+def debt_of(entries: tuple[Entry, ...], upto: int) -> int:
+    """The debt a reply published when the transcript held `upto` entries pays: the
+    index of the newest terminal response among them (-1: none)."""
+    for k in range(upto - 1, -1, -1):
+        if is_terminal(entries[k]):
+            return k
+    return -1
+
+
+def replies_for(h: AgentHistory, k: int) -> int:
+    """How many final responses were published for the debt of terminal entry k, by
+    any path (the exit protocol, a sweep's re-send, a hop's re-send)."""
+    return sum(1 for r in h.results
+               if r.kind == FINAL and debt_of(h.entries, r.entries) == k)
+
+
+def owes_wakeup(d: Death, a: int) -> bool:
+    """Whether a process that died owed agent a a wakeup when it died: it was a's
+    driver (its drain, release rule or exit protocol was still to come), or it had
+    published into a's inbox more often than it had probed (or flushed) a since."""
+    if d.role is Role.DRIVER and d.agent == a:
+        return True
+    return sum(1 for r, k in d.published if r == a and not parked_kind(k)) > d.woke.count(a)
+
+
+def stranded_by_death(h: AgentHistory, a: int, serial: int) -> bool:
+    """R-SCAN-2 recovery: the pending file with this serial was in a's inbox when a
+    process that owed a a wakeup died (a scan's flush launches it)."""
+    return any(serial in d.pending and owes_wakeup(d, a) for d in h.deaths)
+
+
+def died_holding(h: AgentHistory) -> bool:
+    """R-SCAN-10 recovery: the last lease on the agent was lost by a death or an
+    error exit, not given up by a release (a scan revives the agent)."""
+    return bool(h.leases) and h.leases[-1] == "lost"
 
 
 def parked_at_tip(h: AgentHistory) -> bool:
@@ -196,7 +244,8 @@ def expected_sweep(st: State, scope: Scope) -> set[tuple[int, int, str]]:
     out: set[tuple[int, int, str]] = set()
     for c, ag in enumerate(st.agents):
         h = ag.history.value
-        if not ag.exists or held(st, c) or returned_at_tip(h) or h.unsynced:
+        if (not ag.exists or held(st, c) or returned_at_tip(h) or carried_at_tip(h)
+                or h.unsynced):
             continue
         due = work_due(h.entries)
         par = scope.parents[c]
@@ -394,28 +443,27 @@ def i6_delivery_order(e: Edge) -> bool:
     return bool(left) and gone == [min(left, key=rank)]
 
 
-def _faults_used(st: State, scope: Scope) -> bool:
-    return st.budget.crashes != scope.crashes or st.budget.errors != scope.errors
-
-
 def _at_rest(st: State) -> bool:
     return not st.procs and not any(ag.pending_launches for ag in st.agents)
 
 
 def i7_no_lost_wakeup(e: Edge) -> bool:
-    """Quiescent without a crash or an error exit: only parked obituaries are
-    pending, and no agent has work due unless a stop/budget mark sits at its tip."""
+    """Quiescent, crashes and error exits included: every pending deposit is a parked
+    obituary or one a death stranded (it was pending when a process that owed it a
+    wakeup died: the next scan's flush launches it), and no agent has work due unless
+    a stop/budget mark sits at its tip or its last lease was lost by a death (the next
+    scan revives it, I-20)."""
     st = e.post
     if not _at_rest(st) or any(ag.forked_holder for ag in st.agents):
         return True
-    if _faults_used(st, e.scope):
-        return True
-    for ag in st.agents:
-        if any(not parked_kind(f.kind) for f in ag.inbox):
-            return False
+    for a, ag in enumerate(st.agents):
         h = ag.history.value
+        for f, serial in zip(ag.inbox, h.serials, strict=True):
+            if not parked_kind(f.kind) and not stranded_by_death(h, a, serial):
+                return False
         due = work_due(h.entries)
-        if due == "unpaired" or (due == "call due" and not parked_at_tip(h)):
+        if (due == "unpaired" or (due == "call due" and not parked_at_tip(h))) and (
+                not died_holding(h)):
             return False
     return True
 
@@ -456,7 +504,8 @@ def i8_funded_launches(e: Edge) -> bool:
             if not any(r.kind == FINAL and r.recipient == t for r in tip.results):
                 return False
         elif step.funding is Funding.FLUSH:
-            if p.role is not Role.SCANNER or not pre.agents[t].inbox or prior.count(t):
+            if (p.role is not Role.SCANNER or not pre.agents[t].inbox or prior.count(t)
+                    or held(pre, t)):  # R-SCAN-2: a busy probe launches nothing
                 return False
         elif step.funding is Funding.SCAN_REVIVAL and (
                 p.role is not Role.SCANNER or t not in expected_revival(pre, e.scope)):
@@ -518,38 +567,71 @@ def i11_one_address(e: Edge) -> bool:
 
 
 def i12_reply_owed_once(e: Edge) -> bool:
-    """A final response is deposited iff a reply is owed to an agent, once."""
-    pre, step = _steps(e)
-    for _, f in e.files:
-        if f.kind != FINAL or f.sender < 0:
-            continue
-        c = f.sender
-        h = pre.agents[c].history.value
-        owed, _ = reply(h.entries, c, e.scope)
-        if not owed or any(r.kind == FINAL and r.tip == h.commits for r in h.results):
-            return False
-    if step.action is Action.RELEASE_LEASE and step.actor >= 0:
-        p = pre.procs[step.actor]
-        if p.history.value.committed_final >= 0:
-            h = pre.agents[p.agent].history.value
-            owed, to = reply(h.entries[: p.history.value.committed_final + 1], p.agent, e.scope)
-            landed = any(r.kind == FINAL and r.tip == h.commits for r in h.results)
-            if owed and to >= 0 and not landed:
-                return False
-    return True
-
-
-def i14_returned_mark(e: Edge) -> bool:
-    """Every result an executor publishes moves its author's mark to the tip;
-    the sweep never reports a death whose mark is at the tip."""
+    """A final response is deposited iff a reply is owed to an agent, and then
+    exactly once: counted over the ghost history, every reply published (by any
+    path) pays the debt of the newest terminal response before it, which must be
+    owed and not paid already. Obituaries: one `died` per tip, and no more
+    `stopped`/`budget-exhausted` obituaries than stop and budget events."""
     pre, step = _steps(e)
     for _, f in e.files:
         if f.kind == PLAIN or f.sender < 0:
             continue
-        if step.action is not Action.SWEEP and not e.post.agents[f.sender].returned_at_tip:
+        c = f.sender
+        h = pre.agents[c].history.value
+        if f.kind == FINAL:
+            k = debt_of(h.entries, len(h.entries))
+            if k < 0 or not reply(h.entries[: k + 1], c, e.scope)[0] or replies_for(h, k):
+                return False
+        elif f.kind == DIED:
+            if any(r.kind == DIED and r.tip == h.commits for r in h.results):
+                return False
+        elif sum(1 for r in h.results if parked_kind(r.kind)) >= len(h.parkings):
             return False
-        if f.kind == DIED and returned_at_tip(pre.agents[f.sender].history.value):
+    if step.action is Action.RELEASE_LEASE and step.actor >= 0:
+        p = pre.procs[step.actor]
+        k = p.history.value.committed_final
+        if k >= 0:
+            h = pre.agents[p.agent].history.value
+            owed, to = reply(h.entries[: k + 1], p.agent, e.scope)
+            if owed and to >= 0 and replies_for(h, k) != 1:
+                return False
+    return True
+
+
+def mark_left_behind(h: AgentHistory) -> bool:
+    """R-SCAN-11: a result carries the tip and the returned mark is not there."""
+    return carried_at_tip(h) and not returned_at_tip(h)
+
+
+def i14_returned_mark(e: Edge) -> bool:
+    """Every result an executor publishes moves its author's mark to the tip (in
+    the same step, or, with `Scope.split_mark`, before its process releases or
+    commits again); the sweep never reports a death whose mark is at the tip or
+    whose result carrying the tip is on disk; a mark left behind by a kill is
+    repaired by the next holder before the tip moves, and by any sweep that finds
+    the agent not held (R-SCAN-11)."""
+    pre, step = _steps(e)
+    for _, f in e.files:
+        if f.kind == PLAIN or f.sender < 0:
+            continue
+        hp = pre.agents[f.sender].history.value
+        if (step.action is not Action.SWEEP and not e.scope.split_mark
+                and not returned_at_tip(e.post.agents[f.sender].history.value)):
             return False
+        if f.kind == DIED and (returned_at_tip(hp) or carried_at_tip(hp)):
+            return False
+    for a in e.changed:
+        x, y = pre.agents[a].history.value, e.post.agents[a].history.value
+        if y.commits != x.commits and mark_left_behind(x):
+            return False  # the tip moved past a result whose mark was left behind
+    if step.action is Action.RELEASE_LEASE and step.actor >= 0:
+        a = pre.procs[step.actor].agent
+        if mark_left_behind(e.post.agents[a].history.value):
+            return False
+    if step.action is Action.SWEEP:
+        for a, ag in enumerate(e.post.agents):
+            if ag.exists and not held(pre, a) and mark_left_behind(ag.history.value):
+                return False
     return True
 
 
@@ -558,7 +640,7 @@ def i15_sweep_idempotence(e: Edge) -> bool:
     _, step = _steps(e)
     if step.action is not Action.SWEEP:
         return True
-    return all(e.post.agents[f.sender].returned_at_tip for _, f in e.files
+    return all(returned_at_tip(e.post.agents[f.sender].history.value) for _, f in e.files
                if f.sender >= 0)
 
 
@@ -616,22 +698,31 @@ def i19_recovery(e: Edge) -> bool:
                 return False
         elif h.entries and is_terminal(h.entries[-1]):
             owed, to = reply(h.entries, a, e.scope)
-            landed = any(r.kind == FINAL and r.tip == h.commits for r in h.results)
+            landed = replies_for(h, len(h.entries) - 1) > 0
             if owed and to >= 0 and st.agents[to].exists and returned_at_tip(h) and not landed:
                 return False
-        # No owed reply is ever lost (R-DRAIN-8): every terminal response that owed a
-        # reply to an agent has one deposited, but the newest one the next scan re-sends.
-        owing = 0
-        for k, x in enumerate(h.entries):
-            if is_terminal(x):
-                owed, to = reply(h.entries[: k + 1], a, e.scope)
-                owing += owed and to >= 0 and st.agents[to].exists
-        sent = sum(1 for r in h.results if r.kind == FINAL)
-        newest_unsent = bool(h.entries) and is_terminal(h.entries[-1]) and (
-            h.unsynced or not returned_at_tip(h))
-        if sent < owing - newest_unsent:
+        if lost_replies(h, a, st, e.scope):
             return False
     return True
+
+
+def lost_replies(h: AgentHistory, a: int, st: State, scope: Scope) -> bool:
+    """R-DRAIN-8, R-SCAN-9, counted per debt: some terminal response that owed a reply
+    to an agent has no reply published for it, but the newest entry while the next
+    scan re-sends it (its mark is not at the tip, or it is an uncommitted stray); or
+    some debt was paid more than once."""
+    last = len(h.entries) - 1
+    for k, x in enumerate(h.entries):
+        if not is_terminal(x):
+            continue
+        n = replies_for(h, k)
+        if n > 1:
+            return True
+        owed, to = reply(h.entries[: k + 1], a, scope)
+        if n == 0 and owed and to >= 0 and st.agents[to].exists and not (
+                k == last and (h.unsynced or not returned_at_tip(h))):
+            return True
+    return False
 
 
 def i20_scan_revives(e: Edge) -> bool:
@@ -645,6 +736,74 @@ def i20_scan_revives(e: Edge) -> bool:
     if not _launch_diff(e) <= owed:
         return False
     return all(e.post.agents[a].pending_launches > 0 for a in owed)
+
+
+def _woken_now(e: Edge) -> list[int]:
+    """The agents the step itself wakes: a probe's target (busy or acquired), what it
+    launches."""
+    step = e.step
+    assert step is not None
+    out = list(step.launched)
+    if step.action is Action.PROBE and step.target >= 0:
+        out.append(step.target)
+    return out
+
+
+_DEATHS = frozenset({Action.CRASH, Action.DECLINE, Action.ERROR_EXIT})
+
+
+def i21_wakeups_made(e: Edge) -> bool:
+    """A process that ends other than by a death or an error exit has made every
+    wakeup it owed: a probe of every agent it published into, after each deposit
+    (R-PROBE-2; for a final response, the recipient's, R-TERM-2 (4); a parked
+    obituary wakes nobody, R-TERM-4); after a final
+    response, exactly one self-launch (R-TERM-2 (4)); after a release whose re-read
+    saw a warranted deposit, a probe of its own agent (R-REL-1). A scan's flush
+    visits every inbox."""
+    pre, step = _steps(e)
+    i = step.actor
+    if i < 0 or step.action in _DEATHS or step.action is Action.FLUSH or _proc_after(e) >= 0:
+        return True
+    p = pre.procs[i]
+    h = p.history.value
+    woke = [*h.woke, *_woken_now(e)]
+    for r in {r for r, k in h.published if not parked_kind(k)}:  # pin 2 (R-TERM-4)
+        if sum(1 for x, k in h.published if x == r and not parked_kind(k)) > woke.count(r):
+            return False
+    if h.committed_final >= 0:
+        selfs = [a for a, why in h.launched if why is Funding.SELF_LAUNCH]
+        if step.funding is Funding.SELF_LAUNCH:
+            selfs += list(step.launched)
+        if selfs != [p.agent]:
+            return False
+    return not (h.released and any(not parked_kind(f.kind) for f in h.reread_saw)
+                and p.agent not in woke)
+
+
+def descends(scope: Scope, c: int, a: int) -> bool:
+    """R-STOP-3: c is a, or a's descendant by repeated parent_of."""
+    while c != NOBODY:
+        if c == a:
+            return True
+        c = scope.parents[c]
+    return False
+
+
+_CHECK_POINT_STEPS = frozenset({Action.MODEL_FINAL, Action.MODEL_TOOL_USE, Action.ERROR_EXIT,
+                                Action.TOOL_RESULT})
+
+
+def i22_stop_reaches_the_subtree(e: Edge) -> bool:
+    """A driver that was alive when the operator ran `lernie stop a`, for a its agent
+    or an ancestor of it (R-STOP-1, R-STOP-3), takes no model call and commits no
+    tool result after that: its next check point ends the step `stopped`."""
+    pre, step = _steps(e)
+    if step.actor < 0 or step.action not in _CHECK_POINT_STEPS:
+        return True
+    p = pre.procs[step.actor]
+    if p.role is not Role.DRIVER:
+        return True
+    return not any(descends(e.scope, p.agent, a) for a in p.history.value.stop_requests)
 
 
 def _state(fn: Callable[[State], bool]) -> Predicate:
@@ -693,7 +852,8 @@ INVARIANTS: dict[str, Invariant] = {
              lambda act, facts: bool(facts & FILES) or act is Action.RELEASE_LEASE),)),
     "I-13": Invariant("exchange termination", Kind.GRAPH, None),
     "I-14": Invariant("returned mark", Kind.STEP, i14_returned_mark, (
-        Part(i14_returned_mark, _with(FILES)),)),
+        Part(i14_returned_mark, lambda act, facts: bool(facts & CHANGED)
+             or act is Action.RELEASE_LEASE or act is Action.SWEEP),)),
     "I-15": Invariant("sweep idempotence", Kind.STEP, i15_sweep_idempotence, (
         Part(i15_sweep_idempotence, _SWEEP),)),
     "I-16": Invariant("sweep soundness", Kind.STEP, i16_sweep_soundness, (
@@ -705,6 +865,11 @@ INVARIANTS: dict[str, Invariant] = {
     "I-19": Invariant("recovery after a crash", Kind.STATE, i19_recovery),
     "I-20": Invariant("a scan revives", Kind.STEP, i20_scan_revives, (
         Part(i20_scan_revives, _SWEEP),)),
+    "I-21": Invariant("every owed wakeup made", Kind.STEP, i21_wakeups_made, (
+        Part(i21_wakeups_made, lambda act, facts: bool(facts & ENDS) and act not in _DEATHS
+             and act is not Action.FLUSH),)),
+    "I-22": Invariant("a stop reaches the subtree", Kind.STEP, i22_stop_reaches_the_subtree, (
+        Part(i22_stop_reaches_the_subtree, _on(*_CHECK_POINT_STEPS)),)),
 }
 TITLES = {k: v.title for k, v in INVARIANTS.items()}
 _STATE = [(k, v.holds) for k, v in INVARIANTS.items() if v.kind is Kind.STATE and v.holds]
@@ -732,6 +897,8 @@ def edge_facts(e: Edge, new: bool = True) -> int:
         facts |= LAUNCHED
     i = step.actor
     if i >= 0:
+        if len(e.post.procs) < len(pre.procs):
+            facts |= ENDS
         p = pre.procs[i]
         if p.lease:
             facts |= LEASE
@@ -779,3 +946,159 @@ def step_violations(pre: State, step: Step, post: State, scope: Scope,
         run = parts_for(*key)
     bad = [k for k, fn in run if not fn(e)]
     return list(dict.fromkeys(bad)) if len(bad) > 1 else bad
+
+
+# ------------------------------------------------------------- ghost-aware search
+# Two states equal in every field but their ghost history are one state to the
+# explorer only if the invariants read the same of both histories: `ghost_key` is
+# what they read, finitely (the transcript's readings, the marks, the publication
+# counts per debt, the revivals at the tip, the deaths that excuse a stranded file,
+# and each live process's history), and the explorer keys its table on the state
+# with it (`lernie_spec.explore`). Under the reference most of it is a function of
+# the state's own fields, so it splits few states; where a mutant makes a field and
+# the history disagree, the two are explored apart.
+
+
+def _transcript_key(entries: tuple[Entry, ...], me: int, scope: Scope) -> tuple[object, ...]:
+    k = debt_of(entries, len(entries))
+    asks = False
+    for e in entries[k + 1:]:
+        if e.kind is EntryKind.DELIVERED and e.sender != me and (
+                e.deposit_kind == PLAIN or (e.sender >= 0 and scope.parents[e.sender] == me)):
+            asks = True
+    return (work_due(entries), trailing_open_window(entries), k >= 0, k == len(entries) - 1,
+            asks, last_prompter(entries, me), reply(entries, me, scope))
+
+
+def _debts_key(h: AgentHistory, me: int, scope: Scope) -> tuple[object, ...]:
+    """Per debt: the addresses of older owed debts never paid, whether any debt was paid
+    twice, and how often the newest was paid."""
+    last = debt_of(h.entries, len(h.entries))
+    unpaid = []
+    twice = False
+    paid: dict[int, int] = {}
+    for r in h.results:
+        if r.kind == FINAL:
+            d = debt_of(h.entries, r.entries)
+            paid[d] = paid.get(d, 0) + 1
+    for k, x in enumerate(h.entries):
+        if is_terminal(x):
+            n = paid.get(k, 0)
+            twice = twice or n > 1
+            if n == 0 and k != last:
+                owed, to = reply(h.entries[: k + 1], me, scope)
+                if owed and to >= 0:
+                    unpaid.append(to)
+    return (tuple(unpaid), twice, min(paid.get(last, 0), 2))
+
+
+def _agent_key(h: AgentHistory, me: int, scope: Scope) -> tuple[object, ...]:
+    parked_obits = sum(1 for r in h.results if parked_kind(r.kind))
+    tk = _transcript_key(h.entries, me, scope)
+    return (tk, _debts_key(h, me, scope),
+            returned_at_tip(h), carried_at_tip(h), parked_at_tip(h), h.unsynced,
+            returned_at_tip(h) and h.results[-1].kind == DIED,
+            any(r.kind == DIED and r.tip == h.commits for r in h.results),
+            min(len(h.parkings) - parked_obits, 1),
+            min(h.revived_at.count(h.commits), 3),
+            # I-7 reads these only for a warranted pending file, and for work due
+            tuple(stranded_by_death(h, me, s) for s in h.serials),
+            tk[0] != "nothing due" and died_holding(h))
+
+
+def _proc_key(p: Proc, scope: Scope) -> tuple[object, ...]:
+    """What the invariants read of a live process's history that its own fields do not
+    restate: the wakeups it still owes (I-7, I-21), a stop that reached it (I-22), and
+    where it is in its exit (I-9, I-10, I-12, I-21). The drain's listing (I-6) and the
+    launches already made (I-8) are its own fields' story: the listing left to move is
+    `Proc.listing`, and a launch moves the program counter past it."""
+    h = p.history.value
+    owed: dict[int, int] = {}
+    for r, k in h.published:
+        if not parked_kind(k):
+            owed[r] = owed.get(r, 0) + 1
+    for r in h.woke:
+        owed[r] = owed.get(r, 0) - 1
+    stopped = p.role is Role.DRIVER and not h.released and any(
+        descends(scope, p.agent, a) for a in h.stop_requests)
+    return (tuple(sorted((r, n) for r, n in owed.items() if n > 0)), stopped,
+            h.committed_final >= 0, h.parked_event, h.released)
+
+
+_MEMO: dict[int, tuple[Scope, dict[tuple[int, AgentHistory], int],
+                       dict[tuple[object, ...], int], int]] = {}
+_GENERATION = [0]  # which table a cached number comes from (a new table renumbers)
+
+
+def forget_ghost_keys() -> None:
+    """Drop the tables of the last search (the explorer calls it when it returns, so a
+    search leaves nothing behind)."""
+    _MEMO.clear()
+
+
+def _intern(table: dict[tuple[object, ...], int], key: tuple[object, ...]) -> int:
+    """A small number per distinct key: the explorer hashes the state with it on every
+    edge, and a number hashes at once where the nested key would be walked."""
+    n = table.get(key)
+    if n is None:
+        n = table[key] = len(table)
+    return n
+
+
+def ghost_key(st: State, scope: Scope) -> tuple[object, ...]:
+    """What the invariants read of st's ghost history (cached on each history)."""
+    out: list[object] = []
+    memo = _MEMO.get(id(scope))
+    if memo is None or memo[0] is not scope:
+        _MEMO.clear()  # one search at a time: the table of the last scope is enough
+        _GENERATION[0] += 1
+        memo = _MEMO[id(scope)] = (scope, {}, {}, _GENERATION[0])
+    known, table, gen = memo[1], memo[2], memo[3]
+    for a, ag in enumerate(st.agents):
+        g: Ghost[AgentHistory] = ag.history
+        k = g.key
+        # cached with the table its number comes from (a new table renumbers)
+        if k is None or k[0] != a or k[1] != gen:  # type: ignore[index]
+            # many paths reach equal histories: computed once per history and agent
+            h = g.value
+            kk = known.get((a, h))
+            if kk is None:
+                kk = known[a, h] = _intern(table, _agent_key(h, a, scope))
+            k = g.key = (a, gen, kk)
+        out.append(k[2])  # type: ignore[index]
+    procs = st.procs
+    keys: list[object] = []
+    for p in procs:
+        gp: Ghost[ProcHistory] = p.history
+        kp = gp.key
+        if kp is None or kp[0] != p.agent or kp[1] != gen:  # type: ignore[index]
+            kp = gp.key = (p.agent, gen, _intern(table, _proc_key(p, scope)))
+        keys.append(kp[2])  # type: ignore[index]
+    # Processes equal in every field (`==` ignores the ghost) are interchangeable: their
+    # keys are sorted among their places, so the order they were listed in never splits
+    # a state (the ghost of each process stays paired with its own fields otherwise).
+    n = len(procs)
+    if n == 2:
+        if procs[0] == procs[1]:
+            keys.sort()
+    elif n > 2:
+        for i in range(n):
+            same = [j for j in range(n) if procs[j] == procs[i]]
+            if len(same) > 1 and same[0] == i:
+                for j, kj in zip(same, sorted(keys[j] for j in same), strict=True):  # type: ignore[type-var]
+                    keys[j] = kj
+    out.append(tuple(keys))
+    return tuple(out)
+
+
+def ghost_reading(st: State, scope: Scope) -> tuple[object, ...]:
+    """`ghost_key` spelled out (not numbered by one search's table): for comparing what
+    two different searches reached."""
+    keys: list[tuple[object, ...]] = [_proc_key(p, scope) for p in st.procs]
+    for i, p in enumerate(st.procs):
+        same = [j for j, q in enumerate(st.procs) if q == p]
+        if len(same) > 1 and same[0] == i:
+            for j, kj in zip(same, sorted(keys[j] for j in same), strict=True):
+                keys[j] = kj
+    return (tuple(_agent_key(ag.history.value, a, scope) for a, ag in enumerate(st.agents)),
+            tuple(keys))

@@ -34,6 +34,7 @@ class Mutant(NamedTuple):
     old: str  # occurs exactly once in model.py
     new: str
     equivalent: str = ""  # why no behaviour changes, for an equivalent mutant
+    kills: str = ""  # a hole of the verifier: "I-n:L@world", what kills it, in how many steps
 
 
 M = Mutant
@@ -64,16 +65,14 @@ CATALOGUE: tuple[Mutant, ...] = (
       "return parent_of(scope, a) if ag.last_prompter == NOBODY else ag.last_prompter",
       "return parent_of(scope, a)"),
     M("executor-result-keeps-mark", "an executor's result does not move the returned mark",
-      "        author = agents[c]._replace(returned_at_tip=True)\n        h =",
-      "        author = agents[c]._replace(returned_at_tip=False)\n        h ="),
+      "        author = author if split else _marked(author)\n",
+      "        author = author\n"),
     M("sweep-result-keeps-mark", "the sweep's deposit does not move the returned mark (I-15)",
-      "author = agents[c]._replace(returned_at_tip=True)\n    h = author.history.value\n"
-      "    author = _ah(author, results=(*h.results, Publication(to, kind, h.commits, True)))",
-      "author = agents[c]._replace(returned_at_tip=False)\n    h = author.history.value\n"
-      "    author = _ah(author, results=(*h.results, Publication(to, kind, h.commits, True)))"),
+      "author = _marked(agents[c]._replace(published_at_tip=True))",
+      "author = agents[c]._replace(published_at_tip=True)"),
     M("commit-keeps-returned-mark", "a commit leaves the returned mark 'at the tip'",
-      "ag = ag._replace(returned_at_tip=False, parked_at_tip=False, revivals=0)",
-      "ag = ag._replace(parked_at_tip=False, revivals=0)"),
+      "ag = ag._replace(returned_at_tip=False, parked_at_tip=False, revivals=0,",
+      "ag = ag._replace(parked_at_tip=False, revivals=0,"),
     M("stop-mark-not-set", "a stopped/budget event sets no mark (folded into returned)",
       "ag = st.agents[p.agent]._replace(parked_at_tip=True)",
       "ag = st.agents[p.agent]._replace(parked_at_tip=False)"),
@@ -82,10 +81,10 @@ CATALOGUE: tuple[Mutant, ...] = (
     M("no-release-rule", "a release never re-reads the inbox (R-REL-1)",
       "pc=Pc.REREAD_INBOX if prof.release_rule", "pc=Pc.REREAD_INBOX if False"),
     M("crash-keeps-lock", "a crashed driver's lock stays held",
-      "s = _put(st, i, None, budget=b._replace(crashes=b.crashes - 1))",
-      "s = _put(st, i, None, budget=b._replace(crashes=b.crashes - 1),"
-      " agents=_set_agent(st, st.procs[i].agent, st.agents[st.procs[i].agent]"
-      "._replace(forked_holder=True)) if st.procs[i].lease else None)"),
+      "s = _put(st, i, None, agents=_noted_death(st.agents, st.procs[i]),",
+      "s = _put(st, i, None, agents=_noted_death(_set_agent(st, st.procs[i].agent,"
+      " st.agents[st.procs[i].agent]._replace(forked_holder=True)) if st.procs[i].lease"
+      " else st.agents, st.procs[i]),"),
     M("settlement-leaves-nothing-due", "crash settlement leaves the warrant at NothingDue",
       "ag = st.agents[p.agent]._replace(window=Window.CLOSED, call_due=True)",
       "ag = st.agents[p.agent]._replace(window=Window.CLOSED, call_due=False)"),
@@ -117,7 +116,8 @@ CATALOGUE: tuple[Mutant, ...] = (
       'q = p._replace(tool="", target=NOBODY, sender=NOBODY, number=0)',
       'q = p._replace(tool="", target=NOBODY, sender=NOBODY, number=0, lease=False)'),
     M("busy-probe-holds", "a probe that reads busy takes the lock anyway",
-      "_put(st, i, p._replace(pc=busy)))]", "_put(st, i, p._replace(pc=nxt, probe_on=p.target)))]"),
+      "q = _ph(p._replace(pc=busy), woke=",
+      "q = _ph(p._replace(pc=nxt, probe_on=p.target), woke="),
     M("sweep-ignores-lock", "the sweep judges agents that are being driven (R-SCAN-6)",
       "if not ag.exists or locked(st, c):\n            continue\n        if prof.scan_revival",
       "if not ag.exists:\n            continue\n        if prof.scan_revival"),
@@ -152,19 +152,89 @@ CATALOGUE: tuple[Mutant, ...] = (
       "flush's case: two launches, R-SCAN-10)",
       "if prof.scan_revival and not ag.inbox and revival_due(ag):",
       "if prof.scan_revival and revival_due(ag):"),
-    M("no-stop-cascade", "`lernie stop` does not reach descendants (R-STOP-3)",
-      "if prof.stop_cascade:", "if False:",
-      equivalent="no invariant asks a stop to reach a child: a child that is not stopped "
-      "runs on and ends through the normal exit protocol"),
     M("unpaired-not-declined", "a buried tool window is not declined (R-STEP-3)",
       "if ag.window is Window.BURIED or (", "if False or (",
-      equivalent="under the reference a window is settled before any delivery, so it is "
-      "never buried"),
+      equivalent="the edit only changes what `_warrant` does with a BURIED window, and no "
+      "reachable state has one: a window becomes BURIED only when `drain_move` delivers "
+      "into an OPEN one, a drain starts only from `_hop_start`, which sends an OPEN window "
+      "to the settlement first (R-STEP-2; the reference settles in every profile but "
+      "bl-b98d's), and within a hop only the driver itself opens a window, closing it (tool "
+      "result, stop) before its next drain. So every state, step and trace is the same: "
+      "no observable outcome changes"),
     M("sweep-ignores-missing-parent", "the sweep deposits for a parent with no branch",
       "if par == NOBODY or not agents[par].exists:", "if par == NOBODY:",
-      equivalent="a child exists only once its parent dispatched it, and agents are never "
-      "removed: a registered child's parent is always registered"),
+      equivalent="the edit changes the sweep only for an existing agent whose parent does "
+      "not exist, and no reachable state has one: every default world starts with each "
+      "existing agent's parent existing (roots have none), a child comes into existence "
+      "only through its parent's dispatch (`deposit_list`, R-PROBE-6), and no step ever "
+      "sets `exists` back to False. So the sweep's deposits, and every state after it, are "
+      "the same: no observable outcome changes"),
+    M("message-to-missing-agent", "`lernie message` deposits for an agent with no branch "
+      "(R-ID-4)",
+      "if ag.exists and n <= scope.max_seq", "if n <= scope.max_seq"),
+    M("probe-keeps-the-lock", "a writer's probe launches and keeps holding the lock "
+      "(R-PROBE-3)",
+      "q = _noted_launch(p._replace(pc=nxt, probe_on=NOBODY), t, why)",
+      "q = _noted_launch(p._replace(pc=nxt), t, why)"),
+    # ---- the verifier's holes (issue: at most once, faults, symmetry, ghost, musts) ----
+    M("no-stop-cascade", "`lernie stop` does not reach descendants (R-STOP-3)",
+      "            targets = tree\n", "            targets = {a}\n", kills="I-22:10@faults"),
+    M("stop-cascade-children-only", "`lernie stop` reaches direct children, not "
+      "grandchildren (R-STOP-3)",
+      "            targets = tree\n",
+      "            targets = {a} | {c for c in tree if scope.parents[c] == a}\n",
+      kills="I-22:10@stop-tree"),
+    M("hop-resends-answered-reply", "a successor hop re-deposits a final response already "
+      "sent (R-DRAIN-8 ignores the returned mark)",
+      "if (ag.returned_at_tip or ag.published_at_tip or not ag.answered or ag.call_due",
+      "if (not ag.answered or ag.call_due", kills="I-12:27@exchange"),
+    M("sweep-resends-delivered-reply", "the sweep re-sends a reply whose mark a kill left "
+      "behind (R-SCAN-9 ignores the result on disk)",
+      "if ag.returned_at_tip or ag.published_at_tip or ag.stray_final:",
+      "if ag.returned_at_tip or ag.stray_final:", kills="I-12:23@siblings"),
+    M("lost-reply-never-wakes", "the hop's re-send of a lost reply deposits it and never "
+      "probes the recipient (R-DRAIN-8, after a crash)",
+      'Instruction(Pc.LOST_PROBE, lost_probe, "R-PROBE-1")',
+      'Instruction(Pc.LOST_PROBE, lambda st, prof, scope, i: _drain_next([(Step("R-PROBE-1",'
+      ' i, "lost reply: no probe", Action.PROBE), _put(st, i, st.procs[i]._replace('
+      'pc=Pc.LIST_INBOX)))], i), "R-PROBE-1")', kills="I-21:29@dispatch"),
+    M("sweep-ignores-later-drivers", "the sweep sees only the processes started before the "
+      "scan (process order)",
+      "if not ag.exists or locked(st, c):\n            continue\n        if prof.scan_revival",
+      "if not ag.exists or any((p.lease and p.agent == c) or p.probe_on == c"
+      " for p in st.procs[:i]):\n            continue\n        if prof.scan_revival",
+      kills="I-8:9@faults"),
+    M("guard-never-resets", "the crash-loop guard counts revivals across commits "
+      "(R-SCAN-10)",
+      "ag = ag._replace(returned_at_tip=False, parked_at_tip=False, revivals=0,",
+      "ag = ag._replace(returned_at_tip=False, parked_at_tip=False,", kills="I-20:21@crash-loop"),
+    M("guard-never-fires", "the scan revives an agent after three revivals at one tip "
+      "(R-SCAN-10)",
+      "if ag.revivals < REVIVE_LIMIT:", "if True:", kills="I-8:18@crash-loop"),
+    M("self-launch-skipped-for-parked-obituary", "no exit self-launch while a parked "
+      "obituary waits (R-TERM-2 (4))",
+      "    nxt = Pc.REVIVAL_PROBE if p.recipient != NOBODY and prof.revival else Pc.DONE\n"
+      "    s = st._replace(agents=_launch(st, scope, p.agent))\n",
+      "    nxt = Pc.REVIVAL_PROBE if p.recipient != NOBODY and prof.revival else Pc.DONE\n"
+      "    if any(f.kind in PARKED for f in st.agents[p.agent].inbox):\n"
+      "        return [(Step(\"R-TERM-2\", i, \"self-launch skipped\", Action.SELF_LAUNCH),"
+      " _put(st, i, p._replace(pc=nxt, target=p.recipient)))]\n"
+      "    s = st._replace(agents=_launch(st, scope, p.agent))\n", kills="I-21:25@faults"),
+    M("flush-launches-busy", "the flush launches an agent whose probe reads busy (R-SCAN-2)",
+      "if ag.exists and ag.inbox and not locked(st, a):", "if ag.exists and ag.inbox:",
+      kills="I-8:6@faults"),
+    M("no-mark-repair-by-sweep", "the sweep leaves a returned mark behind (R-SCAN-11)",
+      "            agents = (*agents[:c], _marked(agents[c]), *agents[c + 1:])\n",
+      "            pass\n", kills="I-14:14@faults"),
+    M("no-mark-repair-by-hop", "a hop moves the tip past a returned mark left behind "
+      "(R-SCAN-11)",
+      "    if ag.published_at_tip and not ag.returned_at_tip:\n        # R-SCAN-11: a",
+      "    if False:\n        # R-SCAN-11: a", kills="I-14:18@faults"),
 )
+
+# The holes of the verifier each of these shows closed: a mutant the checker once let
+# through (or could not express), now killed by the invariant named in `kills`.
+HOLES: tuple[str, ...] = tuple(m.name for m in CATALOGUE if m.kills)
 
 
 # The blind spots the catalogue was first written for: oracles that trusted the
@@ -209,9 +279,11 @@ def apply(m: Mutant, source: str) -> str:
     return source.replace(m.old, m.new)
 
 
-def run_one(m: Mutant, worlds: tuple[str, ...] = ()) -> Outcome:
+def run_one(m: Mutant, worlds: tuple[str, ...] = (), invariant: str = "",
+            **explore_kw: bool) -> Outcome:
     """Explore the default worlds (or the named ones among them) with a scratch
-    copy of the model carrying m."""
+    copy of the model carrying m, until the first violation (or, with `invariant`,
+    until that invariant's; `explore_kw` are further options of `explore`)."""
     import lernie_spec
 
     src = Path(lernie_spec.__file__).parent
@@ -233,9 +305,15 @@ def run_one(m: Mutant, worlds: tuple[str, ...] = ()) -> Outcome:
             for ns in variants.DEFAULT:
                 if worlds and ns.name not in worlds:
                     continue
-                r = explore_mod.explore(model.Profile(), ns.scope, first=True)
-                if r.violations:
-                    inv, vio = min(r.violations.items(), key=lambda kv: len(kv[1].trace))
+                if invariant:
+                    r = explore_mod.explore(model.Profile(), ns.scope,
+                                            want=frozenset({invariant}), **explore_kw)
+                    found = {k: v for k, v in r.violations.items() if k == invariant}
+                else:
+                    r = explore_mod.explore(model.Profile(), ns.scope, first=True, **explore_kw)
+                    found = r.violations
+                if found:
+                    inv, vio = min(found.items(), key=lambda kv: len(kv[1].trace))
                     return Outcome(m, inv, ns.name, len(vio.trace), time.perf_counter() - t0)
         finally:
             sys.path.remove(tmp)

@@ -23,6 +23,7 @@ POINTS: dict[Action, frozenset[str]] = {
     Action.DRIVER_START: frozenset({Point.HOP_ACQUIRED, Point.HOP_BUSY}),
     Action.LIST_FOR_DEPOSIT: frozenset({Point.DEPOSIT_LISTED}),
     Action.PUBLISH: frozenset({Point.DEPOSIT_PUBLISHED, Point.DEPOSIT_MARKED}),
+    Action.MARK_RETURNED: frozenset({Point.DEPOSIT_MARKED}),  # Scope.split_mark only
     Action.PROBE: frozenset({Point.PROBE_ACQUIRED, Point.PROBE_BUSY}),
     Action.PROBE_RELEASE_LAUNCH: frozenset({Point.PROBE_LAUNCHED}),
     Action.SELF_LAUNCH: frozenset({Point.TERMINAL_SELF_LAUNCHED}),

@@ -21,9 +21,9 @@ import lernie_ref.actors.release as release
 import lernie_ref.actors.sweep as sweep_module
 import lernie_ref.actors.writer as writer
 import lernie_ref.core.debt as debt
-import lernie_ref.reply as reply
 import lernie_ref.reply_debt as reply_debt
 import lernie_ref.substrate.guarded as guarded
+import lernie_ref.substrate.transcript as transcript
 from lernie_ref.core.actor import Actor, Passed
 from lernie_ref.core.ids import parent_of
 from lernie_ref.core.vocab import MESSAGES_DIR, TOOL_ORIGIN, Epitaph, MarkKind, Point
@@ -76,7 +76,7 @@ def _reply_to_parent() -> contextlib.AbstractContextManager[None]:
             return None
         return parent_of(agent_id)
 
-    return _patched(reply, "recipient", recipient)
+    return _patched(transcript, "recipient", recipient)
 
 
 def _unlink_before_commit() -> contextlib.AbstractContextManager[None]:

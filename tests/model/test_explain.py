@@ -10,6 +10,7 @@ import pytest
 from lernie_spec import check
 from lernie_spec.explain import EXPLAINERS, explain
 from lernie_spec.model import NAMES
+from lernie_spec.properties import INVARIANTS
 from lernie_spec.variants import SCOPES, VARIANTS
 
 FALLBACK = ", and this step breaks it"
@@ -52,7 +53,8 @@ def test_without_a_scope_the_invariant_speaks_in_its_docstring(
         outcomes: list[check.Outcome]) -> None:
     o = next(o for o in outcomes if o.variant.name == "bl-9c8f-no-release-rule")
     text = explain(o.found["I-7"][0])
-    assert text.startswith("I-7 (no lost wakeup) breaks at step 6: quiescent without a crash")
+    doc = " ".join((INVARIANTS["I-7"].holds.__doc__ or "").split())
+    assert text.startswith("I-7 (no lost wakeup) breaks at step 6: " + doc[0].lower() + doc[1:20])
     assert text.endswith(FALLBACK + ".")
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from lernie_spec.check import Outcome, run
 from lernie_spec.coverage import Coverage
-from lernie_spec.explore import canonical, explore
+from lernie_spec.explore import canonical, explore, sorted_form
 from lernie_spec.model import Profile, Scope, State, initial, successors
 from lernie_spec.properties import quiescent, state_violations, step_violations
 from lernie_spec.variants import BY_NAME, DEFAULT, SCOPES, VARIANTS, NamedScope, Variant
@@ -31,7 +31,8 @@ def test_i_1_to_i_19_reference_holds_in_each_default_scope(
     r = reference_run.runs[scope.name]
     assert r.complete
     assert r.violations == {}
-    assert r.states > 1000  # the scope is not trivially small
+    # the scope is not trivially small (`stop-tree` is a tree and a stop, 41 states)
+    assert r.states > (40 if scope.name == "stop-tree" else 1000)
     # the pool's scheduling hint (`largest_first`) is this world's real size
     assert scope.size == r.states
 
@@ -156,12 +157,14 @@ def test_symmetry_the_model_and_the_invariants_commute_with_process_order() -> N
         if len(st.procs) < 2:
             continue
         flipped = st._replace(procs=st.procs[::-1])
-        assert canonical(flipped) == canonical(st)
+        assert sorted_form(flipped) == sorted_form(st)
+        if all(p.role is st.procs[0].role for p in st.procs):
+            assert canonical(flipped) == canonical(st)  # the reduction merges these
         assert state_violations(flipped, scope) == state_violations(st, scope)
 
         def edges(s: State) -> dict[tuple[str, str, State], list[str]]:
-            return {(step.rule, step.text, canonical(nxt)): step_violations(s, step, nxt, scope)
-                    for step, nxt in successors(s, Profile(), scope)}
+            return {(step.rule, step.text, sorted_form(nxt)): step_violations(
+                s, step, nxt, scope) for step, nxt in successors(s, Profile(), scope)}
 
         assert edges(flipped) == edges(st)
         checked += 1

@@ -199,9 +199,9 @@ MUTANTS: tuple[Mutant, ...] = (
         "stop-unknown-agent-text", "lernie_ref/core/errors.py",
         'f"no agent {debug_quote(agent_id)} in this workspace — {reason}; no agent has "',
         'f"agent {debug_quote(agent_id)} does not exist — {reason}; no agent has "',
-        "R-STOP-1", "`lernie stop` of an unknown agent words its error its own way (the "
-        "text every verb shares is exact, R-ID-6)",
-        (Check("kit", ("-k", "stop")),)),
+        "R-ID-6", "the unknown-agent error every verb shares words its subject its own way "
+        "(the kit pins `no agent \"<id>\" in this workspace — ` for message and dispatch)",
+        (Check("kit", ("-k", "unknown")),)),
     Mutant(
         "one-retry-too-many", "lernie_ref/adapters/provider.py",
         "if not failure.retryable or retry >= self.settings.max_retries:",

@@ -212,36 +212,7 @@ def live_git_users(worktree: Path, agent_id: str) -> list[int]:
     needle = re.compile(
         rb"(?:^|/)" + re.escape(agent_id.encode("utf-8", "surrogateescape")) + rb"(?:$|[/:^@~])"
     )
-    found: list[int] = []
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return found
-    for pid in entries:
-        if not pid.isdigit() or int(pid) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as handle:
-                stat = handle.read()
-        except OSError:
-            continue
-        comm_end = stat.rfind(b")")
-        comm = stat[stat.find(b"(") + 1 : comm_end]
-        state = stat[comm_end + 2 : comm_end + 3]
-        if not comm.startswith(b"git") or state in (b"Z", b"X"):
-            continue
-        cwd = _proc_cwd(pid)
-        if cwd is not None and (cwd == root or cwd.startswith(root + os.sep)):
-            found.append(int(pid))
-            continue
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as handle:
-                argv = handle.read().split(b"\0")
-        except OSError:
-            continue
-        if any(needle.search(arg) for arg in argv):
-            found.append(int(pid))
-    return found
+    return _live_gits(root, lambda arg: needle.search(arg) is not None)
 
 
 def clear_stale_locks(
@@ -317,6 +288,12 @@ def live_git_in(ws_root: Path) -> list[int]:
     not alive."""
     root = os.path.realpath(ws_root)
     repo = os.path.join(root, REPO_DIR).encode("utf-8", "surrogateescape")
+    return _live_gits(root, lambda arg: repo in arg)
+
+
+def _live_gits(root: str, names: Callable[[bytes], bool]) -> list[int]:
+    """Pids of live ``git`` processes (zombies excluded, this process never) whose working
+    directory is ``root`` or below it, or one of whose arguments ``names`` accepts."""
     found: list[int] = []
     try:
         entries = os.listdir("/proc")
@@ -344,7 +321,7 @@ def live_git_in(ws_root: Path) -> list[int]:
                 argv = handle.read().split(b"\0")
         except OSError:
             continue
-        if any(repo in arg for arg in argv):
+        if any(names(arg) for arg in argv):
             found.append(int(pid))
     return found
 

@@ -66,7 +66,8 @@ def conclude_actor(
     """R-TERM-2: deposit → release → release rule → (final-response only) self and recipient.
 
     Returns the recipient (``None``: nothing deposited): one address per terminal event
-    (I-11). Raises only before the
+    (I-11). The tail probes every agent it deposited into, its own inbox included beside a
+    parked obituary, so no wakeup it owes is left unmade (I-21). Raises only before the
     release (the caller then releases by ``LOCK_UN`` and runs no release rule).
 
     Points: ``Point.TERMINAL_STOPPED_MARKED``, ``Point.TERMINAL_RECIPIENT``; the result
@@ -101,11 +102,11 @@ def conclude_actor(
     try:
         launcher.launch(Path(ws.root), agent_id)
     except LernieError as exc:
-        notice(f"exit launch for {agent_id}: {exc} (accepted crash class, ARCH §2.11)")
+        notice(f"exit launch for {agent_id}: {exc} (accepted crash class, R-TERM-5)")
     yield Passed(Point.TERMINAL_SELF_LAUNCHED, agent_id)
     if to is not None:
         try:
             yield from probe_actor(ws.root, to, launcher)
         except LernieError as exc:
-            notice(f"revival launch for {to}: {exc} (accepted crash class, ARCH §2.11)")
+            notice(f"revival launch for {to}: {exc} (accepted crash class, R-TERM-5)")
     return to

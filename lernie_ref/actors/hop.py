@@ -186,7 +186,7 @@ def _drive(ws: Workspace, agent_id: str, lock: ExecutorLock, deps: HopDeps) -> A
         if open_ids:
             notice(
                 f"settling a crashed tool window on [{agent_id}] — {len(open_ids)} unanswered "
-                "invocation(s) recorded as died (ARCH §6, bl-4187)"
+                "invocation(s) recorded as died (R-STEP-2, bl-4187)"
             )
             yield from _settle_actor(ws, agent_id, open_ids, DIED_TEXT)
             yield Passed(Point.HOP_SETTLED, agent_id, str(len(open_ids)))
@@ -273,7 +273,7 @@ def _send_lost_reply(ws: Workspace, agent_id: str, deps: HopDeps) -> Actor[bool]
     try:
         yield from probe_actor(ws.root, lost.recipient, deps.launcher)
     except LernieError as exc:
-        notice(f"revival launch for {lost.recipient}: {exc} (accepted crash class, ARCH §2.11)")
+        notice(f"revival launch for {lost.recipient}: {exc} (accepted crash class, R-TERM-5)")
     return True
 
 
@@ -320,7 +320,7 @@ def _step(
             raise GitOpError("budget-exhausted update-ref", exc) from None
         notice(
             f"budget steps exhausted ({used}/{deps.config.step_budget}) on {agent_id}; "
-            "stopping (ARCH §6)"
+            "stopping (R-TERM-4)"
         )
         yield Passed(Point.HOP_BUDGET_EXHAUSTED, agent_id)
         return (yield from _conclude(ws, agent_id, Epitaph.BUDGET_EXHAUSTED, lock, seen, deps))

@@ -80,7 +80,7 @@ def release_actor(
     except OSError as exc:
         notice(
             f"post-release inbox re-read for {agent_id}: {io_text(exc)} "
-            "(accepted crash class, ARCH §2.11)"
+            "(accepted crash class, R-TERM-5)"
         )
         return None
     yield Passed(Point.RELEASE_REREAD, agent_id, str(len(listing)))
@@ -89,5 +89,5 @@ def release_actor(
     try:
         return (yield from probe_actor(ws, agent_id, launcher))
     except LernieError as exc:
-        notice(f"post-release launch for {agent_id}: {exc} (accepted crash class, ARCH §2.11)")
+        notice(f"post-release launch for {agent_id}: {exc} (accepted crash class, R-TERM-5)")
         return None

@@ -350,7 +350,7 @@ class LeaseAdoptError(LernieError):
     def __init__(self, agent_id: str, detail: str) -> None:
         super().__init__(
             f"adopt LERNIE_LOCK_FD lease for {agent_id}: {detail} — a bad fd means a defective "
-            "launcher; declined, never silently reacquired (ARCH §6)"
+            "launcher; declined, never silently reacquired (R-LOCK-4)"
         )
 
 

@@ -99,7 +99,8 @@ class StopReport:
 
 
 def is_descendant_or_self(candidate: str, agent: str) -> bool:
-    """R-STOP-3: ``candidate`` is ``agent`` or reaches it by repeated ``parent_of`` (R-ID-1)."""
+    """R-STOP-3: ``candidate`` is ``agent`` or reaches it by repeated ``parent_of`` (R-ID-1),
+    a grandchild included, so a stop reaches the whole subtree (I-22)."""
     current: str | None = candidate
     while current is not None:
         if current == agent:

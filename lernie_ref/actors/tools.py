@@ -38,7 +38,6 @@ from lernie_ref.core.errors import (
     debug_quote,
 )
 from lernie_ref.core.patch import apply_hunks, join_lines, parse, relative_parts
-from lernie_ref.core.tooldefs import ALL_TOOLS
 from lernie_ref.substrate.config import Config
 from lernie_ref.substrate.launcher import Launcher
 from lernie_ref.substrate.workspace import Workspace
@@ -46,7 +45,6 @@ from lernie_ref.substrate.workspace import Workspace
 if TYPE_CHECKING:  # the work tools' modules load with the first call that needs them
     from lernie_ref.substrate.agentfs import AgentFiles, Parts
 
-TOOL_NAMES = ALL_TOOLS
 
 STOPPED_TEXT = (
     "interrupted: the agent was stopped (SIGTERM) while this call ran; "

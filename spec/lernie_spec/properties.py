@@ -806,10 +806,6 @@ def i22_stop_reaches_the_subtree(e: Edge) -> bool:
     return not any(descends(e.scope, p.agent, a) for a in p.history.value.stop_requests)
 
 
-def _state(fn: Callable[[State], bool]) -> Predicate:
-    return lambda e: fn(e.post)
-
-
 def _on(*acts: Action) -> Guard:
     kinds = frozenset(acts)
     return lambda act, facts: act in kinds

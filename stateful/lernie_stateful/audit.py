@@ -407,11 +407,6 @@ class Git:
             pos += size + 1
         return out
 
-    def is_ancestor(self, commit: str, tip: str) -> bool:
-        proc = subprocess.run(["git", "-C", str(self.repo), "merge-base", "--is-ancestor",
-                               commit, tip], capture_output=True, env=self.env, check=False)
-        return proc.returncode == 0
-
 
 # ---------------------------------------------------------------------------
 # The audit

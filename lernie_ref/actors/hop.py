@@ -43,7 +43,7 @@ from lernie_ref.actors.sweep import (
     unsent_reply,
 )
 from lernie_ref.actors.tools import ToolContext, run_tool
-from lernie_ref.adapters import ModelAdapter, ModelRequest
+from lernie_ref.adapters.protocol import ModelAdapter, ModelRequest
 from lernie_ref.core import debt
 from lernie_ref.core.actor import Actor, Passed
 from lernie_ref.core.clock import Clock

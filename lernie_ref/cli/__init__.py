@@ -8,14 +8,14 @@ Each verb lives in ``lernie_ref.cli.<verb>`` with ``configure(parser)`` and
 returned string is the verb's one product and goes to stdout (R-CLI-1, R-CLI-2).
 
 ``lernie message <ws> <agent> <content>`` in its plain form (three positional
-arguments, none starting with ``-``) skips ``argparse``: :func:`_plain_message` hands
-the verb the same three values argparse would, so outputs, errors and exit codes
-are the same; anything else (an option, ``--``, ``-`` for standard input, ``--file``,
-a missing or extra argument) goes through the parser (R-CLI-5, R-CLI-7).
-``lernie scan <ws>`` and ``lernie status <ws>``, each with or without one ``--json``
-before or after the workspace, skip it the same way (:func:`_plain_operator`): they
-read every agent of the workspace, and the parser would cost them as much as a few
-hundred agents.
+arguments, none starting with ``-``) skips ``argparse``:
+:func:`~lernie_ref.cli.plain.plain_message` hands the verb the same three values
+argparse would, so outputs, errors and exit codes are the same; anything else (an
+option, ``--``, ``-`` for standard input, ``--file``, a missing or extra argument) goes
+through the parser (R-CLI-5, R-CLI-7). ``lernie scan <ws>`` and ``lernie status <ws>``,
+each with or without one ``--json`` before or after the workspace, skip it the same way
+(:func:`~lernie_ref.cli.plain.plain_operator`): they read every agent of the workspace,
+and the parser would cost them as much as a few hundred agents.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from __future__ import annotations
 import sys
 
 from lernie_ref import __version__
+from lernie_ref.cli.plain import OperatorArgs, plain_message, plain_operator
 from lernie_ref.core.errors import LernieError
 
 TYPE_CHECKING = False  # argparse and typing stay off the message path (R-CLI-5)
@@ -44,53 +45,6 @@ VERBS: dict[str, str] = {
     "stop": "stop an agent's executor and those of its descendants",
     "status": "show every agent: executor, pending mail, last epitaph",
 }
-
-
-class _MessageArgs:
-    """The values argparse would give ``lernie message`` in its plain form."""
-
-    verb = "message"
-
-    def __init__(self, workspace: str, agent: str, content: str) -> None:
-        self.workspace = workspace
-        self.agent = agent
-        self.content = content
-
-
-def _plain_message(args: list[str]) -> _MessageArgs | None:
-    """``message <ws> <agent> <content>`` with no argument that argparse could read as an
-    option; ``None`` for every other command line."""
-    if len(args) != 4 or args[0] != "message":
-        return None
-    if any(a.startswith("-") for a in args):
-        return None
-    return _MessageArgs(args[1], args[2], args[3])
-
-
-class _OperatorArgs:
-    """The values argparse would give ``lernie scan`` or ``lernie status``."""
-
-    def __init__(self, verb: str, workspace: str, json: bool) -> None:
-        self.verb = verb
-        self.workspace = workspace
-        self.json = json
-
-
-OPERATOR_VERBS = ("scan", "status")
-
-
-def _plain_operator(args: list[str]) -> _OperatorArgs | None:
-    """``scan|status <ws>`` with at most one ``--json`` (before or after ``<ws>``) and no
-    other argument argparse could read as an option; ``None`` for every other line."""
-    if not args or args[0] not in OPERATOR_VERBS:
-        return None
-    rest = args[1:]
-    json = rest.count("--json") == 1 and len(rest) == 2
-    if json:
-        rest.remove("--json")
-    if len(rest) != 1 or rest[0].startswith("-"):
-        return None
-    return _OperatorArgs(args[0], rest[0], json)
 
 
 def _parser(selected: str | None) -> argparse.ArgumentParser:
@@ -139,8 +93,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args == ["--version"]:  # as argparse would print it, without importing it
         sys.stdout.write(f"lernie {__version__}\n")
         return 0
-    plain = _plain_message(args)
-    operator = None if plain is not None else _plain_operator(args)
+    plain = plain_message(args)
+    operator = None if plain is not None else plain_operator(args)
     call: Callable[[], str | None]
     if plain is not None:
         from lernie_ref.cli import message
@@ -152,7 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if operator is not None:
             verb = operator.verb
-            ns: argparse.Namespace | _OperatorArgs = operator
+            ns: argparse.Namespace | OperatorArgs = operator
         else:
             selected = next((a for a in args if not a.startswith("-")), None)
             if selected not in VERBS:

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable
 
-    from lernie_ref.cli import _MessageArgs
+    from lernie_ref.cli.plain import MessageArgs
 
 INTERMIXED = True
 """As :data:`lernie_ref.cli.content.INTERMIXED`, set here without importing that module."""
@@ -52,7 +52,7 @@ def _preflight(root: str) -> Callable[[str], None]:
     return check
 
 
-def run(ns: argparse.Namespace | _MessageArgs) -> str | None:
+def run(ns: argparse.Namespace | MessageArgs) -> str | None:
     sender = inbox.resolve_cli_sender(os.environ.get(inbox.CONV_BRANCH_ENV))
     root = path_text(ns.workspace)
     ws = Registry(root)

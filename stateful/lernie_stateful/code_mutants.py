@@ -187,7 +187,7 @@ MUTANTS: tuple[Mutant, ...] = (
                "test_r_ws_5_ref_files_read_packed_refs_again_after_it_changed"),
          tests("tests/operator_verbs/test_ref_files.py"))),
     Mutant(
-        "model-timeout-not-passed", "lernie_ref/adapters/__init__.py",
+        "model-timeout-not-passed", "lernie_ref/adapters/selection.py",
         "        return CommandModel(model_command, timeout=None if config is None "
         "else config.model_timeout)",
         "        return CommandModel(model_command, timeout=None)",

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lernie_ref.cli import _plain_message
+from lernie_ref.cli.plain import plain_message
 from lernie_ref.core.clock import FixedClock
 from lernie_ref.inbox import RecordingLauncher, cli_dispatch, cli_prompt
 from lernie_ref.substrate.lock import try_acquire
@@ -173,11 +173,11 @@ def test_path_text_is_pathlibs_text(raw: str) -> None:
     ],
 )
 def test_r_cli_5_only_the_plain_message_form_skips_the_parser(args: list[str]) -> None:
-    assert _plain_message(args) is None
+    assert plain_message(args) is None
 
 
 def test_r_cli_5_the_plain_form_hands_on_the_arguments_unchanged() -> None:
-    plain = _plain_message(["message", "ws/", "boss", ""])
+    plain = plain_message(["message", "ws/", "boss", ""])
     assert plain is not None
     assert (plain.verb, plain.workspace, plain.agent, plain.content) == (
         "message",

@@ -28,7 +28,8 @@ from lernie_ref.actors.sweep import (
     stray_terminal,
     unsent_reply,
 )
-from lernie_ref.cli import VERBS, _plain_operator
+from lernie_ref.cli import VERBS
+from lernie_ref.cli.plain import plain_operator
 from lernie_ref.core.clock import SystemClock
 from lernie_ref.core.vocab import MarkKind
 from lernie_ref.inbox import RecordingLauncher, cli_dispatch, cli_prompt
@@ -301,6 +302,6 @@ def _argparse_ns(args: list[str]) -> tuple[str, str, bool] | None:
              max_size=4)
 )
 def test_r_cli_5_the_plain_operator_form_reads_as_argparse_does(args: list[str]) -> None:
-    plain = _plain_operator(list(args))
+    plain = plain_operator(list(args))
     if plain is not None:
         assert (plain.verb, plain.workspace, plain.json) == _argparse_ns(list(args))

@@ -17,7 +17,7 @@ import stat
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from lernie_ref.actors.sweep import mark_value, revivals_at, transcript_due
+from lernie_ref.actors.readings import mark_value, revivals_at, transcript_due
 from lernie_ref.core.entry import Entry as _Entry
 from lernie_ref.core.errors import LernieError
 from lernie_ref.core.frontmatter import split_frontmatter, terminal_ref_of

@@ -247,7 +247,7 @@ def casualties(ws: Workspace, root: str, state: TreeState) -> list[Casualty]:
     """R-LOG-2: the agents of a quiescent tree that died or gave up: mail whose driver
     failed (:attr:`TreeState.failed`), or work due with no driver, no pending mail and no
     stop or budget mark at the tip (died mid-work, R-SCAN-4). Read from disk."""
-    from lernie_ref.actors.sweep import mark_value, revivals_at, transcript_due
+    from lernie_ref.actors.readings import mark_value, revivals_at, transcript_due
     from lernie_ref.core.sweep import REVIVE_LIMIT, Condition, at_rest_mark, condition_of
     from lernie_ref.core.vocab import MarkKind
 

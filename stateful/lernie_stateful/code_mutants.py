@@ -164,7 +164,7 @@ MUTANTS: tuple[Mutant, ...] = (
                "test_r_scan_10_progress_resets_the_crash_loop_guard"),
          tests("tests/fault/test_recovery.py"))),
     Mutant(
-        "mark-repair-moves-nothing", "lernie_ref/actors/sweep.py",
+        "mark-repair-moves-nothing", "lernie_ref/actors/mark_repair.py",
         "        ws.set_mark(MarkKind.RETURNED, agent, tip)\n    except LernieError as exc:\n"
         '        raise GitOpError("returned mark repair update-ref", exc) from None',
         "        pass\n    except LernieError as exc:\n"

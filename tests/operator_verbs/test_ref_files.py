@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 
-from lernie_ref.actors.sweep import mark_value
+from lernie_ref.actors.readings import mark_value
 from lernie_ref.core.errors import LernieError
 from lernie_ref.inbox import cli_dispatch, cli_prompt
 from lernie_ref.substrate.gitrun import GitResult, SubprocessGit

@@ -4,7 +4,8 @@ confirm it under the agent's lock."""
 
 from __future__ import annotations
 
-from lernie_ref.actors.sweep import Refs, mark_value, scan
+from lernie_ref.actors.readings import Refs, mark_value
+from lernie_ref.actors.sweep import scan
 from lernie_ref.core.clock import FixedClock
 from lernie_ref.core.vocab import MarkKind
 from lernie_ref.operator.status import render_json, status

@@ -19,15 +19,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lernie_ref.actors.sweep as sweep
-from lernie_ref.actors.sweep import (
+from lernie_ref.actors.mark_repair import landed_result
+from lernie_ref.actors.readings import (
     Refs,
-    landed_result,
     mark_value,
     may_owe_a_result,
-    scan,
     stray_terminal,
     unsent_reply,
 )
+from lernie_ref.actors.sweep import scan
 from lernie_ref.cli import VERBS
 from lernie_ref.cli.plain import plain_operator
 from lernie_ref.core.clock import SystemClock

@@ -82,7 +82,8 @@ from lernie_ref.substrate import gitlocks, guarded
 from lernie_ref.substrate.deposit import deposit_result_actor, pending, writer_dead, writer_pid
 from lernie_ref.substrate.launcher import Launcher
 from lernie_ref.substrate.lock import ExecutorLock, InboxAt, try_acquire_present
-from lernie_ref.substrate.refsnap import AgentOids, ObjectFacts, RefFiles, RefOids
+from lernie_ref.substrate.reffiles import RefFiles
+from lernie_ref.substrate.refsnap import AgentOids, ObjectFacts, RefOids
 from lernie_ref.substrate.transcript import Transcript, history_of, load
 from lernie_ref.substrate.workspace import Workspace
 

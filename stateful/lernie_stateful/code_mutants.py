@@ -179,7 +179,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "R-DRAIN-8", "the hop never re-sends a lost reply before it drains",
         (tests("tests/fault/test_recovery.py"), CRASH_POINTS)),
     Mutant(
-        "packed-refs-read-once", "lernie_ref/substrate/refsnap.py",
+        "packed-refs-read-once", "lernie_ref/substrate/reffiles.py",
         "        if key != self._packed_key:\n",
         "        if self._packed_key is None:\n",
         "R-WS-5", "the ref files' reader never re-reads a changed packed-refs",

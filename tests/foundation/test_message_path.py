@@ -17,7 +17,8 @@ from lernie_ref.cli.plain import plain_message
 from lernie_ref.core.clock import FixedClock
 from lernie_ref.inbox import RecordingLauncher, cli_dispatch, cli_prompt
 from lernie_ref.substrate.lock import try_acquire
-from lernie_ref.substrate.registry import Registry, path_text, read_ref_directly
+from lernie_ref.substrate.reffiles import RefFiles
+from lernie_ref.substrate.registry import Registry, path_text
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import drive
 from tests.support.workspaces import add_root
@@ -115,11 +116,12 @@ def test_r_id_4_ref_files_answer_like_git_loose_and_packed(
     agent = add_root(ws, fixed_clock)
     repo = str(ws.repo_git)
     ref = "refs/heads/agents/" + agent
-    assert read_ref_directly(repo, ref) is True  # a loose ref file
+    tip = _git(ws.repo_git, "rev-parse", ref)
+    assert RefFiles(repo).value(ref) == tip  # a loose ref file
     _git(ws.repo_git, "pack-refs", "--all")
     assert not (ws.repo_git / ref).exists()
-    assert read_ref_directly(repo, ref) is True  # now only in packed-refs
-    assert read_ref_directly(repo, ref + "0") is None  # absent: git decides
+    assert RefFiles(repo).value(ref) == tip  # now only in packed-refs
+    assert RefFiles(repo).value(ref + "0") == ""  # absent: the registry asks git
     assert Registry(str(ws.root)).agent_exists(agent)
     assert not Registry(str(ws.root)).agent_exists(agent + "0")
 
@@ -132,8 +134,8 @@ def test_r_id_4_a_symbolic_or_malformed_ref_file_is_left_to_git(
     (heads / "X-1").write_text(f"ref: refs/heads/agents/{agent}\n")
     (heads / "X-2").write_text("not an object id\n")
     repo = str(ws.repo_git)
-    assert read_ref_directly(repo, "refs/heads/agents/X-1") is None
-    assert read_ref_directly(repo, "refs/heads/agents/X-2") is None
+    assert RefFiles(repo).value("refs/heads/agents/X-1") is None
+    assert RefFiles(repo).value("refs/heads/agents/X-2") is None
     registry = Registry(str(ws.root))
     verdict = subprocess.run(
         ["git", "-C", repo, "rev-parse", "--verify", "--quiet", "refs/heads/agents/X-2"],

@@ -9,7 +9,8 @@ from lernie_ref.actors.sweep import scan
 from lernie_ref.core.clock import FixedClock
 from lernie_ref.core.vocab import MarkKind
 from lernie_ref.operator.status import render_json, status
-from lernie_ref.substrate.refsnap import RefFiles, RefSnapshot, confirm, names_at
+from lernie_ref.substrate.reffiles import RefFiles
+from lernie_ref.substrate.refsnap import RefSnapshot, confirm, names_at
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import RecordingLauncher
 from tests.support.history import git

@@ -36,7 +36,8 @@ from lernie_ref.inbox import RecordingLauncher, cli_dispatch, cli_prompt
 from lernie_ref.operator.status import status, worktree_name
 from lernie_ref.substrate import gitlocks
 from lernie_ref.substrate.lock import try_acquire
-from lernie_ref.substrate.refsnap import ObjectFacts, RefFiles, RefOids
+from lernie_ref.substrate.reffiles import RefFiles
+from lernie_ref.substrate.refsnap import ObjectFacts, RefOids
 from lernie_ref.substrate.transcript import Transcript
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import Inline, Point, drive

@@ -26,8 +26,9 @@ from lernie_ref.core.record import as_dict, record
 from lernie_ref.core.sweep import REVIVE_LIMIT, Condition, at_rest_mark, condition_of
 from lernie_ref.core.vocab import NAME_FILE, Epitaph, MarkKind
 from lernie_ref.operator.driverlog import last_log_line
-from lernie_ref.operator.stop import LockLine, holders_in, lock_table
+from lernie_ref.operator.stop import holders_in
 from lernie_ref.substrate.deposit import Pending, pending
+from lernie_ref.substrate.procfs import LockLine, lock_table
 from lernie_ref.substrate.refsnap import (
     AgentOids,
     AgentRefs,

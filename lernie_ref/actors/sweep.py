@@ -35,6 +35,11 @@ rule.
 agent and a free lock gets a driver launched through the ordinary probe. The
 scanner moves no file and commits nothing. A directory naming no agent is debris:
 counted, never launched for, never touched.
+
+This module is the scan actor alone. What it reads of an agent (its refs and marks, its
+condition, the result it may owe, its revival count) is
+:mod:`lernie_ref.actors.readings`, which the hop and ``lernie status`` read through too;
+the returned-mark repair it shares with the hop is :mod:`lernie_ref.actors.mark_repair`.
 """
 
 from __future__ import annotations
@@ -101,6 +106,7 @@ _MAY_OWE = (Condition.AT_REST, Condition.MAIL)
 pending mail or not (R-SCAN-4: mail is not a death, so the agent is at rest)."""
 
 # --------------------------------------------------------------------- revival
+
 
 def _record_revival(ws: Workspace, agent: str, tip: str, count: int) -> None:
     """Write ``<tip> <count>`` by rename (the caller holds the agent's lock), through the

@@ -9,7 +9,7 @@ returned string is the verb's one product and goes to stdout (R-CLI-1, R-CLI-2).
 
 ``lernie message <ws> <agent> <content>`` in its plain form (three positional
 arguments, none starting with ``-``) skips ``argparse``:
-:func:`~lernie_ref.cli.plain.plain_message` hands the verb the same three values
+:func:`plain_message` hands the verb the same three values
 argparse would, so outputs, errors and exit codes are the same; anything else (an
 option, ``--``, ``-`` for standard input, ``--file``, a missing or extra argument) goes
 through the parser (R-CLI-5, R-CLI-7). ``lernie scan <ws>`` and ``lernie status <ws>``,
@@ -23,7 +23,6 @@ from __future__ import annotations
 import sys
 
 from lernie_ref import __version__
-from lernie_ref.cli.plain import OperatorArgs, plain_message, plain_operator
 from lernie_ref.core.errors import LernieError
 
 TYPE_CHECKING = False  # argparse and typing stay off the message path (R-CLI-5)
@@ -32,7 +31,20 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from typing import TypeVar
 
+    from lernie_ref.cli.plain import OperatorArgs
+
     _A = TypeVar("_A")
+
+def plain_message(args: list[str]) -> tuple[str, str, str] | None:
+    """``message <ws> <agent> <content>`` with no argument that argparse could read as an
+    option: the workspace, the agent and the content, as argparse would give them;
+    ``None`` for every other command line."""
+    if len(args) != 4 or args[0] != "message":
+        return None
+    if any(a.startswith("-") for a in args):
+        return None
+    return args[1], args[2], args[3]
+
 
 VERBS: dict[str, str] = {
     "new": "create a workspace",
@@ -94,16 +106,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.write(f"lernie {__version__}\n")
         return 0
     plain = plain_message(args)
-    operator = None if plain is not None else plain_operator(args)
     call: Callable[[], str | None]
     if plain is not None:
         from lernie_ref.cli import message
 
-        verb = plain.verb
-        call = partial_run(message.run, plain)
+        verb = "message"
+        call = partial_run(message.run, message.PlainArgs(*plain))
     else:
         import importlib
 
+        from lernie_ref.cli.plain import plain_operator
+
+        operator = plain_operator(args)
         if operator is not None:
             verb = operator.verb
             ns: argparse.Namespace | OperatorArgs = operator

@@ -1,34 +1,11 @@
-"""The command lines the CLI edge runs without ``argparse`` (R-CLI-5, R-CLI-7).
-
-``lernie message <ws> <agent> <content>`` in its plain form (three positional arguments,
-none starting with ``-``), and ``lernie scan|status <ws>`` with at most one ``--json``:
-:func:`plain_message` and :func:`plain_operator` give the verb the values argparse would
-give it, and ``None`` for every other command line. A module of its own, imported by the
-package's ``__init__`` and (for their types) by the verbs, so no verb imports the package.
+"""``lernie scan|status <ws>`` with at most one ``--json`` run without ``argparse``
+(R-CLI-5): :func:`plain_operator` gives the verb the values argparse would give it, and
+``None`` for every other command line. A module of its own, imported by the package's
+``__init__`` and (for the type) by the two verbs, so no verb imports the package; the
+plain ``message`` form is the message verb's own (:class:`lernie_ref.cli.message.PlainArgs`).
 """
 
 from __future__ import annotations
-
-
-class MessageArgs:
-    """The values argparse would give ``lernie message`` in its plain form."""
-
-    verb = "message"
-
-    def __init__(self, workspace: str, agent: str, content: str) -> None:
-        self.workspace = workspace
-        self.agent = agent
-        self.content = content
-
-
-def plain_message(args: list[str]) -> MessageArgs | None:
-    """``message <ws> <agent> <content>`` with no argument that argparse could read as an
-    option; ``None`` for every other command line."""
-    if len(args) != 4 or args[0] != "message":
-        return None
-    if any(a.startswith("-") for a in args):
-        return None
-    return MessageArgs(args[1], args[2], args[3])
 
 
 class OperatorArgs:

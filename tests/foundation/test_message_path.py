@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lernie_ref.cli.plain import plain_message
+from lernie_ref.cli import plain_message
 from lernie_ref.core.clock import FixedClock
 from lernie_ref.inbox import RecordingLauncher, cli_dispatch, cli_prompt
 from lernie_ref.substrate.lock import try_acquire
@@ -179,14 +179,7 @@ def test_r_cli_5_only_the_plain_message_form_skips_the_parser(args: list[str]) -
 
 
 def test_r_cli_5_the_plain_form_hands_on_the_arguments_unchanged() -> None:
-    plain = plain_message(["message", "ws/", "boss", ""])
-    assert plain is not None
-    assert (plain.verb, plain.workspace, plain.agent, plain.content) == (
-        "message",
-        "ws/",
-        "boss",
-        "",
-    )
+    assert plain_message(["message", "ws/", "boss", ""]) == ("ws/", "boss", "")
 
 
 def test_r_cli_8_an_edited_configuration_is_parsed_once_then_known_by_its_identity(

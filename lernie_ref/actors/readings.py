@@ -79,10 +79,12 @@ __all__ = [
 
 def mark_value(ws: Workspace, kind: str, agent: str) -> str | None:
     """The commit ``refs/lernie/<kind>/<agent>`` names (``rev-parse --verify --quiet
-    <mark>^{commit}``), or ``None`` when there is no such mark (or it names no commit).
+    <mark>^{commit}``), or ``None`` when there is no such mark (or it names no commit):
+    the one mark reader (the sweep's :class:`Refs` falls back to it, the hop and
+    ``status`` call it).
 
     Read from the ref files and the loose object's type when they answer plainly
-    (:meth:`~lernie_ref.substrate.refsnap.RefFiles.commit_of`), else asked of git."""
+    (:meth:`~lernie_ref.substrate.reffiles.RefFiles.commit_of`), else asked of git."""
     if is_agent_id(agent):
         known, value = ws.ref_files.commit_of(f"{MARK_REF_PREFIX}{kind}/{agent}")
         if known:

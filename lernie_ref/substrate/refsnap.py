@@ -26,7 +26,8 @@ they are valid whenever they were read; which object a ref holds is what the swe
 confirms under the lock.
 
 A hop reads one agent's tip and marks, and sometimes the tip's subject, with no
-snapshot to confirm: :meth:`RefFiles.resolve` (git's lookup order over the ref files),
+snapshot to confirm: the one ref-file reader (:mod:`lernie_ref.substrate.reffiles`), whose
+:meth:`RefFiles.resolve` (git's lookup order over the ref files),
 :meth:`RefFiles.commit_of` (a mark peeled to its commit, typed from the loose object)
 and :meth:`RefFiles.subject` (a plain one-line subject of a loose commit) answer there
 without a git process, and the caller asks git whenever they return no plain answer

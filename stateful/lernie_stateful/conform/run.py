@@ -20,16 +20,11 @@ case and its first difference.
 
 from __future__ import annotations
 
-import argparse
-import contextlib
 import fnmatch
-import json
 import os
 import re
 import shutil
-import signal
 import subprocess
-import sys
 import tempfile
 import time
 import tomllib
@@ -38,15 +33,20 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from lernie_spec import cliopts
 from lernie_spec.cliopts import Progress
 
 from lernie_stateful.audit import AuditError, audit
-from lernie_stateful.conform.adapter import Adapter, AdapterError, fill, load
-from lernie_stateful.conform.outcome import ProgramError, Verdict
+from lernie_stateful.conform.adapter import Adapter, AdapterError, fill
+from lernie_stateful.conform.flood import flood
+from lernie_stateful.conform.outcome import Verdict, all_programs, check, load_programs
+from lernie_stateful.conform.quiescence import (
+    QUIESCENCE_TIMEOUT,
+    Failed,
+    kill_naming,
+    wait_quiescent,
+)
 from lernie_stateful.conform.session import prepared
 
-QUIESCENCE_TIMEOUT = 60.0
 STEP_TIMEOUT = 120.0
 
 
@@ -134,10 +134,6 @@ def _area_key(area: str) -> tuple[int, str]:
     return (1 if area in ("I", "D") else 0, area)
 
 
-class Failed(Exception):
-    """One difference between what the implementation did and what the scenario expects."""
-
-
 # ---------------------------------------------------------------------------
 
 
@@ -156,53 +152,6 @@ def cases_of(files: Sequence[tuple[str, str]]) -> list[tuple[str, dict[str, obje
         for case in tomllib.loads(text).get("case", []):
             out.append((name, case))
     return out
-
-
-def _processes_naming(needle: str) -> list[int]:
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                if needle.encode() in handle.read():
-                    pids.append(int(entry))
-        except OSError:
-            continue
-    return pids
-
-
-def _locked_inboxes(inbox_root: Path) -> list[str]:
-    try:
-        names = os.listdir(inbox_root)
-        with open("/proc/locks") as handle:
-            table = handle.read()
-    except OSError:
-        return []
-    held = set()
-    for line in table.splitlines():
-        parts = line.split()
-        if len(parts) > 5 and parts[1] == "FLOCK":
-            held.add(parts[5])
-    out = []
-    for name in names:
-        with contextlib.suppress(OSError):
-            st = os.stat(inbox_root / name)
-            if f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}" in held:
-                out.append(name)
-    return out
-
-
-def wait_quiescent(ws: Path, adapter: Adapter, timeout: float = QUIESCENCE_TIMEOUT) -> None:
-    """Twice in a row, a poll apart: no process names the workspace, no inbox lock is held."""
-    deadline = time.monotonic() + timeout
-    quiet = 0
-    while quiet < 2:
-        busy = _processes_naming(str(ws)) or _locked_inboxes(ws / adapter.layout.inbox)
-        quiet = 0 if busy else quiet + 1
-        if busy and time.monotonic() > deadline:
-            raise Failed(f"no quiescence after {timeout:.0f}s (still busy: {busy})")
-        time.sleep(0.05)
 
 
 class CaseRunner:
@@ -229,7 +178,7 @@ class CaseRunner:
             self.verb({"verb": "new", "exit": 0})
         for step in _tables(case.get("step")):
             if step.get("wait"):
-                wait_quiescent(self.ws, self.adapter)
+                wait_quiescent(self.ws, self.adapter.layout)
             elif "wait_for" in step:
                 self.wait_for(self.text(step["wait_for"]))
             elif "write" in step:
@@ -240,7 +189,7 @@ class CaseRunner:
                 path.write_text(self.text(spec["text"]), encoding="utf-8")
             else:
                 self.verb(step)
-        wait_quiescent(self.ws, self.adapter)
+        wait_quiescent(self.ws, self.adapter.layout)
         expect = case.get("expect", {})
         assert isinstance(expect, dict)
         self.expect(expect)
@@ -432,9 +381,7 @@ def conform(adapter: Adapter, files: Sequence[tuple[str, str]] | None = None,
             except subprocess.TimeoutExpired as exc:
                 result = CaseResult(cid, name, rules, "failed", f"timed out: {exc.cmd!r}")
             finally:
-                for pid in _processes_naming(str(ws)):  # a failed case's drivers
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(pid, signal.SIGKILL)
+                kill_naming(ws)  # a failed case's drivers
             result.seconds = round(time.monotonic() - t0, 2)
             card.results.append(result)
             if keep is None:
@@ -450,8 +397,6 @@ def outcome_check(adapter: Adapter, card: Scorecard, examples: int, seed: int,
     """Run the outcome programs (docs/conformance.md, "Outcome conformance"); each joins
     the scorecard as a case of the area ``outcome``. Returns the failure reports;
     ``verdicts`` collects the failing programs' verdicts (for the HTML report)."""
-    from lernie_stateful.conform.outcome import all_programs, check, load_programs
-
     start = time.monotonic()
     programs = (load_programs(program_file.read_text(encoding="utf-8")) if program_file
                 else all_programs(examples, seed))
@@ -470,9 +415,7 @@ def outcome_check(adapter: Adapter, card: Scorecard, examples: int, seed: int,
                               keep and ws.parent / "model-requests.jsonl") as live:
                     v = check(p, live, ws)
             finally:
-                for pid in _processes_naming(str(ws)):
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(pid, signal.SIGKILL)
+                kill_naming(ws)  # a failed case's drivers
             status = "passed" if v.passed else "n/a" if v.inconclusive else "failed"
             card.results.append(CaseResult(f"outcome:{p.id}", "outcome", ["outcome"], status,
                                            v.one_line(),
@@ -491,8 +434,6 @@ def flood_check(adapter: Adapter, card: Scorecard, writers: int, per_writer: int
                 keep: Path | None = None) -> None:
     """The same-sender flood (:mod:`lernie_stateful.conform.flood`) as one case of the area
     ``accounting``."""
-    from lernie_stateful.conform.flood import flood
-
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="lernie-flood-") as tmp:
         ws = (keep or Path(tmp)) / f"flood-{writers}x{per_writer}" / "ws"
@@ -501,9 +442,7 @@ def flood_check(adapter: Adapter, card: Scorecard, writers: int, per_writer: int
             with prepared(adapter, ws.parent) as live:
                 result = flood(live, ws, writers, per_writer)
         finally:
-            for pid in _processes_naming(str(ws)):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
+            kill_naming(ws)
         card.results.append(CaseResult(
             f"accounting:same-sender-flood-{writers}x{per_writer}", "accounting",
             ["accounting"], "passed" if result.passed else "failed", result.one_line(),
@@ -524,98 +463,3 @@ def program_file(spec: str) -> Path:
         raise AdapterError(f"no program file {spec} and no installed program set of that "
                            f"name (installed: {', '.join(names)})")
     return Path(str(found))
-
-
-def _flood_size(text: str) -> tuple[int, int]:
-    writers, _, each = text.partition("x")
-    if not (writers.isdigit() and each.isdigit() and int(writers) > 0 and int(each) > 0):
-        raise argparse.ArgumentTypeError(f"{text!r} is not WRITERSxMESSAGES (e.g. 8x25)")
-    return int(writers), int(each)
-
-
-def build_parser(prog: str = "lernie-check conform") -> argparse.ArgumentParser:
-    parser = cliopts.parser(
-        prog, "Run the exact-interface scenarios through an implementation's command line\n"
-              "and print a scorecard per SPEC rule area; with --outcome, also programs of\n"
-              "operator inputs whose final state must be one the model reaches.")
-    parser.add_argument("--impl", required=True,
-                        help="an installed adapter ('lernie', the reference's own; "
-                        "'lernie-anthropic' and 'lernie-openai', the reference through its HTTP "
-                        "model adapters and the kit's model server) or an adapter TOML file")
-    fmt = parser.add_mutually_exclusive_group()
-    fmt.add_argument("--json", action="store_true", help="one JSON object")
-    fmt.add_argument("--markdown", action="store_true", help="a Markdown table")
-    cliopts.add_common(parser, json=False, html=True)
-    parser.add_argument("--scenarios", type=Path, help="a directory of scenario files to run "
-                        "instead of the installed ones")
-    parser.add_argument("-k", dest="only", help="run only cases whose id contains this text")
-    parser.add_argument("--seeded-bug", metavar="NAME",
-                        help="with --impl lernie: score the reference with one seeded bug of "
-                        "`lernie-check bugs` applied in every process it starts")
-    parser.add_argument("--keep", type=Path, help="leave each case's workspace under this "
-                        "directory (for reading a failure)")
-    parser.add_argument("--outcome", action="store_true",
-                        help="also run the outcome check: programs of operator inputs whose "
-                        "final state must be one the model reaches (area 'outcome')")
-    parser.add_argument("--outcome-only", action="store_true",
-                        help="run only the outcome check (no exact-interface scenarios)")
-    parser.add_argument("--examples", type=int, default=4, metavar="N",
-                        help="generated outcome programs besides the regression set")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the generated programs")
-    parser.add_argument("--programs", help="a TOML file of outcome programs to run instead "
-                        "of the regression set and the generated ones, or the name of an "
-                        "installed set (lernie-0.0.11: the profile's predictions)")
-    parser.add_argument("--flood", type=_flood_size, metavar="WxN",
-                        help="also run the same-sender flood: W concurrent writers send N "
-                        "messages each to one agent; every accepted message must be there "
-                        "exactly once (area 'accounting'; e.g. 8x25)")
-    parser.add_argument("--show-program", action="store_true",
-                        help="print each failing outcome program's full report on stderr "
-                        "(as -v does)")
-    return parser
-
-
-def main(argv: Sequence[str]) -> int:
-    args = build_parser().parse_args(argv)
-    progress = Progress.of("lernie-check conform", args.quiet, args.verbose)
-    verdicts: list[Verdict] = []
-    try:
-        with tempfile.TemporaryDirectory(prefix="lernie-seeded-") as build_dir:
-            if args.seeded_bug:
-                if args.impl != "lernie":
-                    raise AdapterError("--seeded-bug patches the reference: use --impl lernie")
-                from lernie_stateful.conform.seeded import build
-
-                adapter = load(str(build(args.seeded_bug, Path(build_dir))))
-            else:
-                adapter = load(args.impl)
-            files = scenario_files(args.scenarios) if args.scenarios else None
-            card = (Scorecard(adapter.name) if args.outcome_only
-                    else conform(adapter, files, args.only, args.keep, progress))
-            if args.outcome or args.outcome_only or args.programs:
-                reports = outcome_check(adapter, card, args.examples, args.seed,
-                                        program_file(args.programs) if args.programs
-                                        else None, args.keep, progress, verdicts)
-                progress.done()
-                if args.show_program or args.verbose:
-                    for text in reports:
-                        print(text + "\n", file=sys.stderr)
-            if args.flood:
-                writers, each = args.flood
-                flood_check(adapter, card, writers, each, args.keep)
-    except (AdapterError, ProgramError, tomllib.TOMLDecodeError, OSError) as exc:
-        progress.done()
-        print(f"lernie-check conform: {exc}", file=sys.stderr)
-        return 1
-    progress.done()
-    if args.html:
-        from lernie_stateful.report import scorecard_page, write
-
-        write(args.html, scorecard_page(card, verdicts))
-    if args.json:
-        print(json.dumps(card.as_json(), indent=1))
-    elif args.markdown:
-        print(card.markdown())
-    else:
-        print(card.text())
-    return 0 if card.applicable and card.passed == card.applicable else 1

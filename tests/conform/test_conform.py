@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from importlib import resources
 from pathlib import Path
 
@@ -14,7 +13,9 @@ import pytest
 from lernie_stateful.conform.adapter import REQUIRED_VERBS, AdapterError, load
 from lernie_stateful.conform.run import cases_of, conform, scenario_files
 
-CHECK = [sys.executable, "-m", "lernie_stateful.cli", "conform"]
+from tests.support.runners import CHECK_CLI
+
+CHECK = [*CHECK_CLI, "conform"]
 
 # A stand-in for another implementation: the reference CLI behind a wrapper that changes
 # one observable thing. The kit sees only argv, exit codes, output and files.

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from importlib import resources
 from pathlib import Path
 
@@ -33,7 +32,7 @@ from lernie_stateful.conform.outcome import (
     run_program,
 )
 
-CHECK = [sys.executable, "-m", "lernie_stateful.cli"]
+from tests.support.runners import CHECK_CLI
 
 
 def _program(pid: str) -> Program:
@@ -179,7 +178,7 @@ def test_r_scan_10_a_kill_finds_the_holder_and_the_scan_revives_the_root(
 
 
 def _conform(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CHECK, "conform", "--impl", "lernie", "--outcome-only", *args],
+    return subprocess.run([*CHECK_CLI, "conform", "--impl", "lernie", "--outcome-only", *args],
                           capture_output=True, text=True, timeout=900, check=False)
 
 

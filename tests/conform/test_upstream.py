@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -28,10 +27,12 @@ from lernie_stateful.conform.run import (
 )
 from lernie_stateful.conform.session import prepared
 
+from tests.support.runners import CHECK_CLI
+
 REPO = Path(__file__).resolve().parents[2]
 TARBALL = REPO.parent / "shared" / "upstream" / "lernie-0.0.11-linux-x86_64.tar.gz"
 NAME = "upstream-lernie-0.0.11"
-CHECK = [sys.executable, "-m", "lernie_stateful.cli", "conform"]
+CHECK = [*CHECK_CLI, "conform"]
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,5 @@
-"""The real ``lernie`` CLI as a process: one runner (text or bytes), and its checks.
+"""The real ``lernie`` and ``lernie-check`` commands as processes: one runner (text or
+bytes), and its checks.
 
 The child gets this process's environment without any ``LERNIE_*`` variable (a
 setting of the shell running the tests never leaks into a test), plus ``env``; its
@@ -41,6 +42,15 @@ def run_cli(
         _argv(args, prefix), input=stdin, capture_output=True, text=True, env=_env(env),
         timeout=timeout, check=False,
     )  # fmt: skip
+
+
+CHECK_CLI = [sys.executable, "-m", "lernie_stateful.cli"]
+"""``lernie-check`` as this interpreter runs it (a ``prefix`` for :func:`run_cli`)."""
+
+
+def run_check(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """``lernie-check <args>`` as a real process; text."""
+    return run_cli(list(args), prefix=CHECK_CLI, timeout=timeout)
 
 
 def run_cli_bytes(

@@ -113,6 +113,7 @@ class History:
     marks: dict[str, str] = field(default_factory=dict)
     pinned: dict[str, bytes | None] = field(default_factory=dict)  # creation goal and name
 
+    @cached_property
     def copies(self) -> list[Copy]:
         """Every deposit's bytes: each agent's delivered entries and delivered strays, then
         every inbox's pending deposits (in that order)."""

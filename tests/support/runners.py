@@ -74,11 +74,18 @@ def cli_ok(*args: str) -> str:
     return proc.stdout
 
 
-def one_line(proc: subprocess.CompletedProcess[bytes], verb: str, code: int = 1) -> str:
-    """Assert a declined verb: exit ``code``, nothing on stdout, one ``lernie <verb>:`` line."""
-    err = proc.stderr.decode("utf-8", "replace")
+def one_line(
+    proc: subprocess.CompletedProcess[bytes] | subprocess.CompletedProcess[str],
+    verb: str,
+    code: int = 1,
+) -> str:
+    """Assert a declined verb: exit ``code``, nothing on stdout, one ``lernie <verb>:`` line
+    (text or bytes)."""
+    raw_err, raw_out = proc.stderr, proc.stdout
+    err = raw_err.decode("utf-8", "replace") if isinstance(raw_err, bytes) else raw_err
+    out = raw_out.decode("utf-8", "replace") if isinstance(raw_out, bytes) else raw_out
     assert proc.returncode == code, err
-    assert proc.stdout == b""
+    assert out == ""
     lines = err.splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"lernie {verb}: "), err
     return lines[0]

@@ -59,6 +59,7 @@ from lernie_ref.core.errors import (
 )
 from lernie_ref.core.frontmatter import terminal_ref_of
 from lernie_ref.core.ids import is_agent_id, parent_of, require_agent_id
+from lernie_ref.core.lean import TYPE_CHECKING
 from lernie_ref.core.sweep import (
     REVIVALS_FILE,
     REVIVE_LIMIT,
@@ -117,7 +118,6 @@ from lernie_ref.substrate.transcript import (
 )
 from lernie_ref.substrate.workspace import Workspace
 
-TYPE_CHECKING = False  # typing and pathlib stay off the scan path (R-CLI-5)
 if TYPE_CHECKING:
     from pathlib import Path
 

@@ -12,13 +12,13 @@ import sys
 
 from lernie_ref.actors.sweep import scan
 from lernie_ref.core.clock import SystemClock
+from lernie_ref.core.lean import TYPE_CHECKING
 from lernie_ref.core.sweep import REVIVE_LIMIT
 from lernie_ref.operator.driverlog import last_log_line
 from lernie_ref.substrate.launcher import AdvanceLauncher
 from lernie_ref.substrate.preflight import model_settings_in
 from lernie_ref.substrate.workspace import require_workspace
 
-TYPE_CHECKING = False  # argparse stays off the plain command line (R-CLI-5)
 if TYPE_CHECKING:
     import argparse
 

@@ -26,10 +26,10 @@ from lernie_ref.core.errors import (
     debug_quote,
     io_text,
 )
+from lernie_ref.core.lean import TYPE_CHECKING
 from lernie_ref.core.names import LOCK_FD_ENV
 from lernie_ref.substrate import guarded
 
-TYPE_CHECKING = False  # pathlib and typing stay off the message path (R-CLI-5)
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from pathlib import Path

@@ -28,6 +28,7 @@ from lernie_ref.core.ids import (
     mint_root_id,
     require_agent_id,
 )
+from lernie_ref.core.lean import TYPE_CHECKING
 from lernie_ref.core.vocab import (
     AGENT_REF_PREFIX,
     AGENTS_DIR,
@@ -45,7 +46,6 @@ from lernie_ref.substrate import guarded
 from lernie_ref.substrate.gitrun import GitResult, GitRunner, SubprocessGit
 from lernie_ref.substrate.registry import Registry
 
-TYPE_CHECKING = False  # typing stays off the scan and status paths (R-CLI-5)
 if TYPE_CHECKING:
     from lernie_ref.substrate.refsnap import RefFiles
     from lernie_ref.substrate.spool import Spool

@@ -21,24 +21,10 @@ from lernie_ref.substrate.lock import try_acquire
 from lernie_ref.substrate.registry import Registry, path_text, read_ref_directly
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import drive
+from tests.support.light import HEAVY_FOR_MESSAGE, HEAVY_FOR_OPERATOR, check_light
 from tests.support.workspaces import add_root
 
 ROOT = Path(__file__).resolve().parents[2]
-
-HEAVY_FOR_MESSAGE = frozenset(
-    {
-        "pathlib", "re", "enum", "typing", "subprocess", "argparse", "dataclasses",
-        "shutil", "contextlib", "collections", "signal", "json", "tomllib",
-    }
-)  # fmt: skip
-"""R-CLI-5: the modules ``lernie message`` never loads. Each costs a share of its start-up
-(``typing``, ``enum`` and ``collections`` alone about as much as the deposit). A module on
-the path keeps such imports under ``if TYPE_CHECKING:`` (``lernie_ref.core.lean``) or in
-the function that needs them; this set, not a comment beside each import, is the guard."""
-
-HEAVY_FOR_OPERATOR = frozenset({"typing", "subprocess", "argparse", "dataclasses", "inspect"})
-"""R-CLI-5: what ``lernie scan`` and ``lernie status`` never load (``json`` only when a
-model entry or ``--json`` needs it)."""
 
 # Run without site (no editable-install finder, which itself loads pathlib and re), with
 # the code root (and its spec/ folder, where the model's shared spellings live) first on
@@ -79,16 +65,6 @@ def loaded_modules(report: str) -> frozenset[str]:
     """The modules a probe reported (its last line)."""
     lines = report.splitlines()
     return frozenset(lines[-1].split()) if lines else frozenset()
-
-
-def check_light(loaded: frozenset[str], heavy: frozenset[str], command: str) -> None:
-    """Fail, naming them, when ``command`` loaded any of the ``heavy`` modules."""
-    hits = sorted(loaded & heavy)
-    assert not hits, (
-        f"`{command}` loaded {', '.join(hits)}, which R-CLI-5 keeps off its path; import "
-        "them under `if TYPE_CHECKING:` (lernie_ref.core.lean) or inside the function that "
-        "needs them"
-    )
 
 
 def message_loads(code_root: Path, ws: Workspace, agent: str) -> frozenset[str]:

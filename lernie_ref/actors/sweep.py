@@ -44,6 +44,7 @@ from collections.abc import Callable
 
 from lernie_ref.actors.probe import ProbeOutcome, probe_actor
 from lernie_ref.actors.release import notice
+from lernie_ref.core import TYPE_CHECKING
 from lernie_ref.core.actor import Actor, Passed, run
 from lernie_ref.core.clock import Clock
 from lernie_ref.core.entry import Entry as _Entry
@@ -59,7 +60,6 @@ from lernie_ref.core.errors import (
 )
 from lernie_ref.core.frontmatter import terminal_ref_of
 from lernie_ref.core.ids import is_agent_id, parent_of, require_agent_id
-from lernie_ref.core.lean import TYPE_CHECKING
 from lernie_ref.core.sweep import (
     REVIVALS_FILE,
     REVIVE_LIMIT,

@@ -24,6 +24,7 @@ from __future__ import annotations
 import sys
 
 from lernie_ref import __version__
+from lernie_ref.core import TYPE_CHECKING
 from lernie_ref.core.errors import (
     AgentsDied,
     ExternalFailure,
@@ -35,7 +36,6 @@ from lernie_ref.core.errors import (
     UsageError,
     WaitTimeout,
 )
-from lernie_ref.core.lean import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import argparse

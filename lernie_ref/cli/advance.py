@@ -25,8 +25,8 @@ import signal
 import sys
 from types import FrameType
 
+from lernie_ref.core import TYPE_CHECKING
 from lernie_ref.core.errors import ExecError, ExternalFailure, io_text
-from lernie_ref.core.lean import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from lernie_ref.substrate.config import Config

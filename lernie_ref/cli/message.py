@@ -16,7 +16,7 @@ import os
 import sys
 
 from lernie_ref import inbox
-from lernie_ref.core.lean import TYPE_CHECKING
+from lernie_ref.core import TYPE_CHECKING
 from lernie_ref.substrate.registry import Registry, path_text
 
 if TYPE_CHECKING:

@@ -11,8 +11,8 @@ import os
 import sys
 
 from lernie_ref.actors.sweep import scan
+from lernie_ref.core import TYPE_CHECKING
 from lernie_ref.core.clock import SystemClock
-from lernie_ref.core.lean import TYPE_CHECKING
 from lernie_ref.core.sweep import REVIVE_LIMIT
 from lernie_ref.operator.driverlog import last_log_line
 from lernie_ref.substrate.launcher import AdvanceLauncher

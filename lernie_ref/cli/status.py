@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from lernie_ref.core.lean import TYPE_CHECKING
+from lernie_ref.core import TYPE_CHECKING
 from lernie_ref.operator.status import (
     advice,
     disk_advice,

@@ -11,7 +11,7 @@ one code path: the scheduler only decides *when* the next step runs, never *what
 
 from __future__ import annotations
 
-from lernie_ref.core.lean import TYPE_CHECKING
+from lernie_ref.core import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from collections.abc import Generator

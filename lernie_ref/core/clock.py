@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from lernie_ref.core.lean import Protocol
+from lernie_ref.core import Protocol
 
 
 class Clock(Protocol):

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
+from lernie_ref.core import TYPE_CHECKING
 from lernie_ref.core.errors import EntryError, LernieError, TranscriptError
-from lernie_ref.core.lean import TYPE_CHECKING
 from lernie_ref.core.vocab import MESSAGES_DIR, TOOL_ORIGIN, Role
 
 if TYPE_CHECKING:

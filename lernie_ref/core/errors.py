@@ -22,7 +22,7 @@ first.
 
 from __future__ import annotations
 
-from lernie_ref.core.lean import TYPE_CHECKING
+from lernie_ref.core import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

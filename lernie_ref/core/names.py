@@ -9,7 +9,7 @@ either module. Only names live here, never a decision.
 
 from __future__ import annotations
 
-from lernie_ref.core.lean import TYPE_CHECKING
+from lernie_ref.core import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Final

@@ -16,7 +16,7 @@ itself, and each class here behaves as that would for the subset used:
 
 from __future__ import annotations
 
-from lernie_ref.core.lean import TYPE_CHECKING
+from lernie_ref.core import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from dataclasses import asdict as as_dict

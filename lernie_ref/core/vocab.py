@@ -15,7 +15,7 @@ from enum import StrEnum
 
 from lernie_spec import vocab as _spelling
 
-from lernie_ref.core.lean import TYPE_CHECKING
+from lernie_ref.core import TYPE_CHECKING
 from lernie_ref.core.names import (
     AGENT_REF_PREFIX as AGENT_REF_PREFIX,
 )

@@ -18,6 +18,7 @@ from __future__ import annotations
 import codecs  # loaded at interpreter start-up anyway (the text encodings use it)
 import os
 
+from lernie_ref.core import TYPE_CHECKING, Protocol
 from lernie_ref.core.actor import Passed, run
 from lernie_ref.core.clock import iso_stamp
 from lernie_ref.core.errors import (
@@ -37,7 +38,6 @@ from lernie_ref.core.frontmatter import (
     seq_text,
 )
 from lernie_ref.core.ids import parent_of, require_agent_id
-from lernie_ref.core.lean import TYPE_CHECKING, Protocol
 from lernie_ref.core.names import INBOX_DIR, REPO_DIR, Point
 from lernie_ref.substrate import guarded
 from lernie_ref.substrate.guarded import write_all

@@ -21,7 +21,7 @@ import os
 import time
 from collections import namedtuple
 
-from lernie_ref.core.lean import TYPE_CHECKING, Protocol
+from lernie_ref.core import TYPE_CHECKING, Protocol
 from lernie_ref.substrate.spawn import run_captured
 
 if TYPE_CHECKING:

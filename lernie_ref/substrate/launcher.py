@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 import sys
 
+from lernie_ref.core import TYPE_CHECKING, Protocol
 from lernie_ref.core.errors import ContainmentError, LaunchError, io_text
 from lernie_ref.core.ids import require_agent_id
-from lernie_ref.core.lean import TYPE_CHECKING, Protocol
 from lernie_ref.core.names import DRIVER_LOG, LOCK_FD_ENV, STEPS_DIR
 from lernie_ref.substrate import guarded
 from lernie_ref.substrate.spawn import spawn

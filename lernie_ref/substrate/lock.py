@@ -18,6 +18,7 @@ import errno
 import fcntl
 import os
 
+from lernie_ref.core import TYPE_CHECKING
 from lernie_ref.core.errors import (
     AdoptError,
     ContainmentError,
@@ -26,7 +27,6 @@ from lernie_ref.core.errors import (
     debug_quote,
     io_text,
 )
-from lernie_ref.core.lean import TYPE_CHECKING
 from lernie_ref.core.names import LOCK_FD_ENV
 from lernie_ref.substrate import guarded
 

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import os
 
+from lernie_ref.core import TYPE_CHECKING
 from lernie_ref.core.errors import ConfigError, ContainmentError
 from lernie_ref.core.ids import parent_of, require_agent_id
-from lernie_ref.core.lean import TYPE_CHECKING
 from lernie_ref.core.names import STEPS_DIR
 from lernie_ref.substrate import guarded
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 
-from lernie_ref.core.lean import TYPE_CHECKING
+from lernie_ref.core import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence

@@ -14,6 +14,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from lernie_ref.core import TYPE_CHECKING
 from lernie_ref.core.clock import Clock
 from lernie_ref.core.errors import (
     ContainmentError,
@@ -28,7 +29,6 @@ from lernie_ref.core.ids import (
     mint_root_id,
     require_agent_id,
 )
-from lernie_ref.core.lean import TYPE_CHECKING
 from lernie_ref.core.vocab import (
     AGENT_REF_PREFIX,
     AGENTS_DIR,

@@ -1,7 +1,7 @@
 """What the light paths may not load (R-CLI-5), and the check that names what they did.
 
 The modules below are the guard of ``lernie message``'s start-up: no comment beside an
-import keeps them off the path, this list does (``lernie_ref.core.lean`` is the one
+import keeps them off the path, this list does (``lernie_ref.core`` is the one
 idiom the package uses to keep them off).
 """
 
@@ -26,6 +26,6 @@ def check_light(loaded: frozenset[str] | set[str], heavy: frozenset[str], comman
     hits = sorted(set(loaded) & heavy)
     assert not hits, (
         f"`{command}` loaded {', '.join(hits)}, which R-CLI-5 keeps off its path; import "
-        "them under `if TYPE_CHECKING:` (lernie_ref.core.lean) or inside the function that "
+        "them under `if TYPE_CHECKING:` (lernie_ref.core) or inside the function that "
         "needs them"
     )

@@ -30,7 +30,7 @@ def rule(spec: str, rule_id: str) -> str:
     """The paragraph of ``rule_id`` (its bullet and the lines that continue it)."""
     start = spec.index(f"- **{rule_id} ")
     end = re.compile(r"\n(?:- \*\*|\n|#)").search(spec, start + 1)
-    return spec[start : end.start() if end else len(spec)].replace("\n", " ")
+    return re.sub(r"\s+", " ", spec[start : end.start() if end else len(spec)])
 
 
 def spec_groups(spec: str) -> dict[str, int]:

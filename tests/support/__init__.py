@@ -18,6 +18,7 @@ Modules by job:
   :mod:`.model_talk`: a conversation with the kit's model server through a client library.
 - :mod:`.tool_calls`: one call of a work tool for a real agent.
 - :mod:`.doc_commands`: the commands README.md and ``docs/`` show, and the check of each.
+- :mod:`.light`: the modules the light paths may not load (R-CLI-5) and the check naming them.
 
 Import style, everywhere: ``from tests.support.<module> import <name>``.
 """

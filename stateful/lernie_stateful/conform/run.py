@@ -238,12 +238,19 @@ class CaseRunner:
                 path = self.ws / self.text(spec["path"])
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(self.text(spec["text"]), encoding="utf-8")
+            elif "symlink" in step:
+                spec = step["symlink"]
+                assert isinstance(spec, dict)
+                path = self.ws / self.text(spec["path"])
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.symlink_to(self.text(spec["target"]))
             else:
                 self.verb(step)
         wait_quiescent(self.ws, self.adapter)
         expect = case.get("expect", {})
         assert isinstance(expect, dict)
         self.expect(expect)
+        self.expect_work(expect)
         if self.adapter.layout.repo and (self.ws / self.adapter.layout.repo).is_dir():
             try:
                 report = audit(self.ws, self.adapter.layout)
@@ -359,6 +366,87 @@ class CaseRunner:
                     got = own[i] if i < len(own) else "nothing"
                     raise Failed(f"commit {i + 1} of {agent} is {got!r}, expected "
                                  f"{self.text(pat)!r}")
+
+    def expect_work(self, expect: Mapping[str, object]) -> None:
+        """The tool programs' expectations (``results``, ``committed``, ``uncommitted``):
+        the agent's tool results as its transcript holds them, and its branch's tree."""
+        results = expect.get("results", {})
+        assert isinstance(results, dict)
+        for var, wanted in results.items():
+            agent = self.vars.get(str(var), str(var))
+            got = self.tool_results(agent)
+            wants = _tables(wanted)
+            if len(got) != len(wants):
+                shown = "; ".join(("error " if e else "ok ") + _short(t, 80) for e, t in got)
+                raise Failed(f"{agent}'s transcript holds {len(got)} tool result(s), expected "
+                             f"{len(wants)}: {shown or 'none'}")
+            for k, (want, (error, text)) in enumerate(zip(wants, got, strict=True), 1):
+                what = f"tool result {k} of {len(got)} ({_short(text, 160)})"
+                if "error" in want and error != bool(want["error"]):
+                    raise Failed(f"{what} is {'an error' if error else 'a success'}, expected "
+                                 f"{'an error' if want['error'] else 'a success'}")
+                for part in _strs(want.get("contains")):
+                    if self.text(part) not in text:
+                        raise Failed(f"{what} does not hold {self.text(part)!r}")
+                for part in _strs(want.get("lacks")):
+                    if self.text(part) in text:
+                        raise Failed(f"{what} holds {self.text(part)!r}")
+                if "search" in want and not self.pattern(want["search"]).search(text):
+                    raise Failed(f"{what} has no match for {self.text(want['search'])!r}")
+                size = len(text.encode("utf-8"))
+                if "max_bytes" in want and size > int(str(want["max_bytes"])):
+                    raise Failed(f"{what} is {size} bytes, expected at most "
+                                 f"{want['max_bytes']}")
+        committed = expect.get("committed", {})
+        assert isinstance(committed, dict)
+        for var, paths in committed.items():
+            agent = self.vars.get(str(var), str(var))
+            assert isinstance(paths, dict)
+            for rel, want in paths.items():
+                got = self.git_file(agent, str(rel))
+                if got != self.text(want):
+                    raise Failed(f"{rel} at the tip of {agent}'s branch is "
+                                 f"{'missing' if got is None else repr(got)}, expected "
+                                 f"{self.text(want)!r}")
+        uncommitted = expect.get("uncommitted", {})
+        assert isinstance(uncommitted, dict)
+        for var, paths in uncommitted.items():
+            agent = self.vars.get(str(var), str(var))
+            for rel in _strs(paths):
+                if self.git_file(agent, rel) is not None:
+                    raise Failed(f"{rel} is in the tree at the tip of {agent}'s branch, "
+                                 "expected nothing there")
+
+    def tool_results(self, agent: str) -> list[tuple[bool, str]]:
+        """(is_error, text) of every tool result in the agent's transcript, in entry order:
+        the blocks of its ``NNN-tool.json`` entries, text blocks joined."""
+        lay = self.adapter.layout
+        out: list[tuple[bool, str]] = []
+        folder = self.ws / lay.agents / agent / lay.messages
+        for path in sorted(folder.glob("*-tool.json")):
+            try:
+                blocks = json.loads(path.read_bytes())
+            except (OSError, ValueError) as exc:
+                raise Failed(f"{path.name} of {agent} is no tool entry: {exc}") from None
+            for block in blocks if isinstance(blocks, list) else [blocks]:
+                if not isinstance(block, dict) or block.get("type") != "tool_result":
+                    raise Failed(f"{path.name} of {agent} holds {_short(str(block))}, "
+                                 "not a tool_result block")
+                content = block.get("content")
+                text = content if isinstance(content, str) else "".join(
+                    str(c.get("text", "")) for c in content if isinstance(c, dict)
+                ) if isinstance(content, list) else ""
+                out.append((block.get("is_error") is True, text))
+        return out
+
+    def git_file(self, agent: str, rel: str) -> str | None:
+        """The file ``rel`` (relative to the worktree) in the tree at the tip of the agent's
+        branch, or None where the tree has no such file."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+        ref = self.adapter.layout.agent_ref_prefix + agent
+        proc = subprocess.run(["git", "-C", str(self.ws / self.adapter.layout.repo), "show",
+                               f"{ref}:{rel}"], capture_output=True, env=env, check=False)
+        return proc.stdout.decode("utf-8", "replace") if proc.returncode == 0 else None
 
     def read(self, rel: str) -> str:
         path = self.ws / rel

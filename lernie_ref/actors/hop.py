@@ -98,7 +98,7 @@ class HopResult:
 
 @dataclass(frozen=True)
 class HopDeps:
-    """What a hop needs injected (DESIGN, "inject what varies")."""
+    """What a hop needs injected: the model, the launcher, the clock (R-STEP-6, R-LAUNCH-1)."""
 
     model: ModelAdapter
     launcher: Launcher

@@ -1,4 +1,4 @@
-"""Actors with explicit protocol points (DESIGN: "actors with explicit atomic points").
+"""Actors with explicit protocol points, one atomic step between two points (SPEC §19).
 
 A protocol actor — a writer verb, a driver hop, a terminal tail, a scan — is a
 generator that yields a :class:`Passed` right after each step another process

@@ -359,7 +359,7 @@ class LeaseAdoptError(LernieError):
 
 class ResultDepositError(LernieError):
     """A result deposit failed under the lease; upstream labels every executor deposit error
-    ``deposit initial user message: …`` (facts §15), and so does this text."""
+    ``deposit initial user message: …`` (R-STEP-5), and so does this text."""
 
     def __init__(self, source: DepositError) -> None:
         super().__init__(f"deposit initial user message: {source}")

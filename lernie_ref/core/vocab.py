@@ -4,7 +4,7 @@ the model) must spell the same way, defined once.
 Only names live here — directories, reserved origins and senders, mark kinds, ref
 prefixes, epitaphs and protocol point names — never a decision. The model may import this
 module (it imports only :mod:`lernie_ref.core.names` and has no side effects); it must not
-import the implementation's decision functions (DESIGN: one vocabulary, two implementations).
+import the implementation's decision functions (SPEC §19: one vocabulary, two implementations).
 The plain string names and the protocol points are defined in :mod:`lernie_ref.core.names`
 (importable without ``enum``/``typing``, for the ``lernie message`` path) and re-exported here.
 """

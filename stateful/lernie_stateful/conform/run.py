@@ -201,14 +201,31 @@ def wait_quiescent(ws: Path, adapter: Adapter, timeout: float = QUIESCENCE_TIMEO
         busy = _processes_naming(str(ws)) or _locked_inboxes(ws / adapter.layout.inbox)
         quiet = 0 if busy else quiet + 1
         if busy and time.monotonic() > deadline:
-            raise Failed(f"no quiescence after {timeout:.0f}s (still busy: {busy})")
+            raise Failed(f"no quiescence after {timeout:.0f}s (still busy: "
+                         f"{', '.join(_shown(b, ws) for b in busy)})")
         time.sleep(0.05)
 
 
+def _shown(busy: int | str, ws: Path) -> str:
+    """A busy process as its pid and command line, the workspace's path shown as ``<ws>``
+    (an inbox lock as the inbox's name)."""
+    if isinstance(busy, str):
+        return f"inbox {busy} locked"
+    try:
+        with open(f"/proc/{busy}/cmdline", "rb") as handle:
+            words = handle.read().rstrip(b"\0").split(b"\0")
+    except OSError:
+        return str(busy)
+    line = " ".join(w.decode("utf-8", "replace") for w in words).replace(str(ws), "<ws>")
+    return f"{busy} `{line if len(line) <= 120 else line[:120] + '…'}`"
+
+
 class CaseRunner:
-    def __init__(self, adapter: Adapter, ws: Path) -> None:
+    def __init__(self, adapter: Adapter, ws: Path,
+                 quiescence: float = QUIESCENCE_TIMEOUT) -> None:
         self.adapter = adapter
         self.ws = ws
+        self.quiescence = quiescence
         lay = adapter.layout
         self.vars: dict[str, str] = {
             "ws": str(ws), "prog": adapter.program, "repo": lay.repo, "inbox": lay.inbox,
@@ -229,7 +246,7 @@ class CaseRunner:
             self.verb({"verb": "new", "exit": 0})
         for step in _tables(case.get("step")):
             if step.get("wait"):
-                wait_quiescent(self.ws, self.adapter)
+                wait_quiescent(self.ws, self.adapter, self.quiescence)
             elif "wait_for" in step:
                 self.wait_for(self.text(step["wait_for"]))
             elif "write" in step:
@@ -246,7 +263,7 @@ class CaseRunner:
                 path.symlink_to(self.text(spec["target"]))
             else:
                 self.verb(step)
-        wait_quiescent(self.ws, self.adapter)
+        wait_quiescent(self.ws, self.adapter, self.quiescence)
         expect = case.get("expect", {})
         assert isinstance(expect, dict)
         self.expect(expect)
@@ -380,33 +397,20 @@ class CaseRunner:
                 shown = "; ".join(("error " if e else "ok ") + _short(t, 80) for e, t in got)
                 raise Failed(f"{agent}'s transcript holds {len(got)} tool result(s), expected "
                              f"{len(wants)}: {shown or 'none'}")
-            for k, (want, (error, text)) in enumerate(zip(wants, got, strict=True), 1):
-                what = f"tool result {k} of {len(got)} ({_short(text, 160)})"
-                if "error" in want and error != bool(want["error"]):
-                    raise Failed(f"{what} is {'an error' if error else 'a success'}, expected "
-                                 f"{'an error' if want['error'] else 'a success'}")
-                for part in _strs(want.get("contains")):
-                    if self.text(part) not in text:
-                        raise Failed(f"{what} does not hold {self.text(part)!r}")
-                for part in _strs(want.get("lacks")):
-                    if self.text(part) in text:
-                        raise Failed(f"{what} holds {self.text(part)!r}")
-                if "search" in want and not self.pattern(want["search"]).search(text):
-                    raise Failed(f"{what} has no match for {self.text(want['search'])!r}")
-                size = len(text.encode("utf-8"))
-                if "max_bytes" in want and size > int(str(want["max_bytes"])):
-                    raise Failed(f"{what} is {size} bytes, expected at most "
-                                 f"{want['max_bytes']}")
+            problems = [p for k, (want, got_k) in enumerate(zip(wants, got, strict=True), 1)
+                        for p in self.result_problems(k, len(got), want, *got_k)]
+            if problems:
+                raise Failed("; ".join(problems))
         committed = expect.get("committed", {})
         assert isinstance(committed, dict)
         for var, paths in committed.items():
             agent = self.vars.get(str(var), str(var))
             assert isinstance(paths, dict)
             for rel, want in paths.items():
-                got = self.git_file(agent, str(rel))
-                if got != self.text(want):
+                found = self.git_file(agent, str(rel))
+                if found != self.text(want):
                     raise Failed(f"{rel} at the tip of {agent}'s branch is "
-                                 f"{'missing' if got is None else repr(got)}, expected "
+                                 f"{'missing' if found is None else repr(found)}, expected "
                                  f"{self.text(want)!r}")
         uncommitted = expect.get("uncommitted", {})
         assert isinstance(uncommitted, dict)
@@ -416,6 +420,25 @@ class CaseRunner:
                 if self.git_file(agent, rel) is not None:
                     raise Failed(f"{rel} is in the tree at the tip of {agent}'s branch, "
                                  "expected nothing there")
+
+    def result_problems(self, k: int, n: int, want: Mapping[str, object], error: bool,
+                        text: str) -> list[str]:
+        """How tool result ``k`` of ``n`` differs from what the case expects of it."""
+        what = f"tool result {k} of {n} ({_short(text, 160)})"
+        out: list[str] = []
+        if "error" in want and error != bool(want["error"]):
+            out.append(f"{what} is {'an error' if error else 'a success'}, expected "
+                       f"{'an error' if want['error'] else 'a success'}")
+        out += [f"{what} does not hold {self.text(part)!r}"
+                for part in _strs(want.get("contains")) if self.text(part) not in text]
+        out += [f"{what} holds {self.text(part)!r}"
+                for part in _strs(want.get("lacks")) if self.text(part) in text]
+        if "search" in want and not self.pattern(want["search"]).search(text):
+            out.append(f"{what} has no match for {self.text(want['search'])!r}")
+        size = len(text.encode("utf-8"))
+        if "max_bytes" in want and size > int(str(want["max_bytes"])):
+            out.append(f"{what} is {size} bytes, expected at most {want['max_bytes']}")
+        return out
 
     def tool_results(self, agent: str) -> list[tuple[bool, str]]:
         """(is_error, text) of every tool result in the agent's transcript, in entry order:
@@ -513,7 +536,8 @@ def conform(adapter: Adapter, files: Sequence[tuple[str, str]] | None = None,
             try:
                 with prepared(adapter, ws.parent,
                               keep and ws.parent / "model-requests.jsonl") as live:
-                    CaseRunner(live, ws).run(case)
+                    CaseRunner(live, ws, float(str(case.get("quiescence",
+                                                            QUIESCENCE_TIMEOUT)))).run(case)
                 result = CaseResult(cid, name, rules, "passed")
             except (Failed, AdapterError) as exc:
                 result = CaseResult(cid, name, rules, "failed", str(exc))

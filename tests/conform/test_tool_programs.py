@@ -183,3 +183,13 @@ def test_the_reference_passes_a_bash_program_through_its_openai_adapter() -> Non
     through both adapters is tests/model_server/test_reference.py's slow test)."""
     card = conform(load("lernie-openai"), [("tools.toml", _only(HTTP_CASE))])
     assert [(r.id, r.status, r.difference) for r in card.results] == [(HTTP_CASE, "passed", "")]
+
+
+def test_k_selects_the_cases_of_a_scenario_file_by_its_name(tmp_path: Path) -> None:
+    files = [(name, f'[[case]]\nid = "{case}"\nrules = ["R-TOOL-1"]\nfresh = true\n')
+             for name, case in (("tools.toml", "first"), ("other.toml", "second-tools"))]
+    for only, ran in (("tools.toml", ["first"]), ("tools", ["second-tools"]),
+                      ("other.toml", ["second-tools"]), ("none.toml", [])):
+        card = conform(load("lernie"), files, only=only, keep=tmp_path / only)
+        assert [r.id for r in card.results] == ran
+        assert all(r.status == "passed" for r in card.results)

@@ -9,6 +9,7 @@ import json
 import subprocess
 import tomllib
 from collections.abc import Mapping
+from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -193,3 +194,19 @@ def test_k_selects_the_cases_of_a_scenario_file_by_its_name(tmp_path: Path) -> N
         card = conform(load("lernie"), files, only=only, keep=tmp_path / only)
         assert [r.id for r in card.results] == ran
         assert all(r.status == "passed" for r in card.results)
+
+
+def test_the_kit_model_plays_a_tool_program_through_the_reference_command_model(
+        tmp_path: Path) -> None:
+    """An implementation without the reference's scripted model gets the same tool calls
+    from the kit's command model (docs/models.md JSON both ways)."""
+    text = resources.files("lernie_stateful.conform").joinpath(
+        "adapters", "lernie.toml").read_text(encoding="utf-8").replace(
+        'MODEL = "scripted"', 'MODEL = "command"\nMODEL_COMMAND = "{kit_model}"')
+    path = tmp_path / "kit.toml"
+    path.write_text(text)
+    case = "bash-runs-in-the-current-directory-and-reports-output-and-exit"
+    card = conform(load(str(path)), [("tools.toml", _only(case))], keep=tmp_path / "keep")
+    assert [(r.status, r.difference) for r in card.results] == [("passed", "")]
+    [entry] = (tmp_path / "keep").glob("*/ws/agents/*/messages/004-command.json")
+    assert json.loads(entry.read_text())["content"][0]["name"] == "bash"

@@ -6,12 +6,14 @@ holds cases; each case cites the rule ids it checks and is a list of steps: run 
 verb through the adapter's argv template as a subprocess (expected exit code,
 stdout and stderr, exact or as a regular expression; ``parallel = N`` starts N
 copies at once, for writers that race), write a file by hand, wait for a file to
-appear (a point inside a run), or wait for quiescence. After the last step the
-kit waits for quiescence (no flock held on any inbox, no process naming the
-workspace; a timeout is itself a failure), compares files, directories, file
-counts, refs and commit subjects, and finally runs the workspace audit
-(:mod:`lernie_stateful.audit`) on what is left. A case needing a verb the
-adapter does not give is *not applicable*.
+appear (a point inside a run), make a symbolic link, or wait for quiescence. After
+the last step the kit waits for quiescence (no flock held on any inbox, no process
+naming the workspace; a timeout, ``quiescence`` seconds for a case that sets it, is
+itself a failure), compares files, directories, file counts, refs and commit
+subjects, the tool results an agent's transcript holds and the files at the tip of
+its branch (the tool programs, ``scenarios/tools.toml``), and finally runs the
+workspace audit (:mod:`lernie_stateful.audit`) on what is left. A case needing a
+verb the adapter does not give is *not applicable*.
 
 The scorecard groups cases by rule area (``R-DEP-5`` counts for ``R-DEP``; every
 invariant for ``I``): passed / failed / not applicable, with the first failing

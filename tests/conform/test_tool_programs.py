@@ -182,7 +182,7 @@ def test_the_reference_passes_the_tool_programs_through_its_openai_adapter() -> 
     HTTP run with tools is tests/tools/test_hosted_loopback.py, and every case and program
     through both adapters is tests/model_server/test_reference.py's slow test)."""
     card = conform(load("lernie-openai"), only="tools.toml")
-    assert len(card.results) >= 9 and card.passed == len(card.results), card.text()
+    assert len(card.results) >= 10 and card.passed == len(card.results), card.text()
 
 
 def test_k_selects_the_cases_of_a_scenario_file_by_its_name(tmp_path: Path) -> None:

@@ -115,6 +115,7 @@ TOOL_VERDICTS = {
     "apply-patch-never-writes-the-transcript": "failed",  # a forged entry (D-37)
     "bash-runs-in-the-current-directory-and-reports-output-and-exit": "passed",
     "bash-output-over-the-cap-is-cut-and-says-how-much": "passed",
+    "a-stop-during-a-bash-call-ends-it-with-everything-it-started": "passed",  # exit 143
 }
 LEFTOVER = "a-bash-call-leaves-nothing-running"
 

@@ -52,7 +52,8 @@ def build_parser(prog: str = "lernie-check conform") -> argparse.ArgumentParser:
     cliopts.add_common(parser, json=False, html=True)
     parser.add_argument("--scenarios", type=Path, help="a directory of scenario files to run "
                         "instead of the installed ones")
-    parser.add_argument("-k", dest="only", help="run only cases whose id contains this text")
+    parser.add_argument("-k", dest="only", help="run only cases whose id contains this text, "
+                        "or the cases of the scenario file of this name (-k tools.toml)")
     parser.add_argument("--seeded-bug", metavar="NAME",
                         help="with --impl lernie: score the reference with one seeded bug of "
                         "`lernie-check bugs` applied in every process it starts")

@@ -33,6 +33,16 @@ def command_lines() -> Iterator[tuple[int, list[bytes]]]:
         yield pid, raw.split(b"\0")[:-1]
 
 
+def command_line(pid: int) -> list[str] | None:
+    """The argv of ``pid`` as text, or ``None`` when it cannot be read (gone, not ours)."""
+    try:
+        with open(f"{PROC}/{pid}/cmdline", "rb") as handle:
+            raw = handle.read()
+    except OSError:
+        return None
+    return [w.decode("utf-8", "replace") for w in raw.rstrip(b"\0").split(b"\0")]
+
+
 def processes_naming(needle: str) -> list[int]:
     """Pids (other than ours) whose command line contains ``needle``."""
     want = needle.encode()

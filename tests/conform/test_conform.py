@@ -75,7 +75,8 @@ def test_reference_cli_scores_100_percent_as_a_subprocess() -> None:
     failed = [r for r in card["results"] if r["status"] != "passed"]
     assert proc.returncode == 0 and failed == [], failed
     assert card["percent"] == 100.0 and card["passed"] == card["cases"]
-    assert {"R-CLI", "R-DEP", "R-ID", "R-SCAN", "R-STOP", "R-TR", "R-WS", "I"} <= set(card["areas"])
+    assert {"R-CLI", "R-DEP", "R-ID", "R-SCAN", "R-STOP", "R-TOOL", "R-TR", "R-WS",
+            "I"} <= set(card["areas"])
 
 
 def test_scorecard_text_and_markdown_name_the_areas() -> None:

@@ -51,8 +51,21 @@ def wait_quiescent(ws: Path, layout: Layout | None = None,
         busy = procfs.processes_naming(str(ws)) or locked_inboxes(inbox_root)
         quiet = 0 if busy else quiet + 1
         if busy and time.monotonic() > deadline:
-            raise Failed(f"no quiescence after {timeout:.0f}s (still busy: {busy})")
+            raise Failed(f"no quiescence after {timeout:.0f}s (still busy: "
+                         f"{', '.join(_shown(b, ws) for b in busy)})")
         time.sleep(POLL_S)
+
+
+def _shown(busy: int | str, ws: Path) -> str:
+    """A busy process as its pid and command line, the workspace's path shown as ``<ws>``
+    (an inbox lock as the inbox's name)."""
+    if isinstance(busy, str):
+        return f"inbox {busy} locked"
+    words = procfs.command_line(busy)
+    if words is None:
+        return str(busy)
+    line = " ".join(words).replace(str(ws), "<ws>")
+    return f"{busy} `{line if len(line) <= 120 else line[:120] + '…'}`"
 
 
 def kill_naming(ws: Path) -> None:

@@ -6,12 +6,14 @@ holds cases; each case cites the rule ids it checks and is a list of steps: run 
 verb through the adapter's argv template as a subprocess (expected exit code,
 stdout and stderr, exact or as a regular expression; ``parallel = N`` starts N
 copies at once, for writers that race), write a file by hand, wait for a file to
-appear (a point inside a run), or wait for quiescence. After the last step the
-kit waits for quiescence (no flock held on any inbox, no process naming the
-workspace; a timeout is itself a failure), compares files, directories, file
-counts, refs and commit subjects, and finally runs the workspace audit
-(:mod:`lernie_stateful.audit`) on what is left. A case needing a verb the
-adapter does not give is *not applicable*.
+appear (a point inside a run), make a symbolic link, or wait for quiescence. After
+the last step the kit waits for quiescence (no flock held on any inbox, no process
+naming the workspace; a timeout, ``quiescence`` seconds for a case that sets it, is
+itself a failure), compares files, directories, file counts, refs and commit
+subjects, the tool results an agent's transcript holds and the files at the tip of
+its branch (the tool programs, ``scenarios/tools.toml``), and finally runs the
+workspace audit (:mod:`lernie_stateful.audit`) on what is left. A case needing a
+verb the adapter does not give is *not applicable*.
 
 The scorecard groups cases by rule area (``R-DEP-5`` counts for ``R-DEP``; every
 invariant for ``I``): passed / failed / not applicable, with the first failing
@@ -21,6 +23,7 @@ case and its first difference.
 from __future__ import annotations
 
 import fnmatch
+import json
 import os
 import re
 import shutil
@@ -155,9 +158,11 @@ def cases_of(files: Sequence[tuple[str, str]]) -> list[tuple[str, dict[str, obje
 
 
 class CaseRunner:
-    def __init__(self, adapter: Adapter, ws: Path) -> None:
+    def __init__(self, adapter: Adapter, ws: Path,
+                 quiescence: float = QUIESCENCE_TIMEOUT) -> None:
         self.adapter = adapter
         self.ws = ws
+        self.quiescence = quiescence
         lay = adapter.layout
         self.vars: dict[str, str] = {
             "ws": str(ws), "prog": adapter.program, "repo": lay.repo, "inbox": lay.inbox,
@@ -178,7 +183,7 @@ class CaseRunner:
             self.verb({"verb": "new", "exit": 0})
         for step in _tables(case.get("step")):
             if step.get("wait"):
-                wait_quiescent(self.ws, self.adapter.layout)
+                wait_quiescent(self.ws, self.adapter.layout, self.quiescence)
             elif "wait_for" in step:
                 self.wait_for(self.text(step["wait_for"]))
             elif "write" in step:
@@ -187,12 +192,19 @@ class CaseRunner:
                 path = self.ws / self.text(spec["path"])
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(self.text(spec["text"]), encoding="utf-8")
+            elif "symlink" in step:
+                spec = step["symlink"]
+                assert isinstance(spec, dict)
+                path = self.ws / self.text(spec["path"])
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.symlink_to(self.text(spec["target"]))
             else:
                 self.verb(step)
-        wait_quiescent(self.ws, self.adapter.layout)
+        wait_quiescent(self.ws, self.adapter.layout, self.quiescence)
         expect = case.get("expect", {})
         assert isinstance(expect, dict)
         self.expect(expect)
+        self.expect_work(expect)
         if self.adapter.layout.repo and (self.ws / self.adapter.layout.repo).is_dir():
             try:
                 report = audit(self.ws, self.adapter.layout)
@@ -309,6 +321,93 @@ class CaseRunner:
                     raise Failed(f"commit {i + 1} of {agent} is {got!r}, expected "
                                  f"{self.text(pat)!r}")
 
+    def expect_work(self, expect: Mapping[str, object]) -> None:
+        """The tool programs' expectations (``results``, ``committed``, ``uncommitted``):
+        the agent's tool results as its transcript holds them, and its branch's tree."""
+        results = expect.get("results", {})
+        assert isinstance(results, dict)
+        for var, wanted in results.items():
+            agent = self.vars.get(str(var), str(var))
+            got = self.tool_results(agent)
+            wants = _tables(wanted)
+            if len(got) != len(wants):
+                shown = "; ".join(("error " if e else "ok ") + _short(t, 80) for e, t in got)
+                raise Failed(f"{agent}'s transcript holds {len(got)} tool result(s), expected "
+                             f"{len(wants)}: {shown or 'none'}")
+            problems = [p for k, (want, got_k) in enumerate(zip(wants, got, strict=True), 1)
+                        for p in self.result_problems(k, len(got), want, *got_k)]
+            if problems:
+                raise Failed("; ".join(problems))
+        committed = expect.get("committed", {})
+        assert isinstance(committed, dict)
+        for var, paths in committed.items():
+            agent = self.vars.get(str(var), str(var))
+            assert isinstance(paths, dict)
+            for rel, want in paths.items():
+                found = self.git_file(agent, str(rel))
+                if found != self.text(want):
+                    raise Failed(f"{rel} at the tip of {agent}'s branch is "
+                                 f"{'missing' if found is None else repr(found)}, expected "
+                                 f"{self.text(want)!r}")
+        uncommitted = expect.get("uncommitted", {})
+        assert isinstance(uncommitted, dict)
+        for var, paths in uncommitted.items():
+            agent = self.vars.get(str(var), str(var))
+            for rel in _strs(paths):
+                if self.git_file(agent, rel) is not None:
+                    raise Failed(f"{rel} is in the tree at the tip of {agent}'s branch, "
+                                 "expected nothing there")
+
+    def result_problems(self, k: int, n: int, want: Mapping[str, object], error: bool,
+                        text: str) -> list[str]:
+        """How tool result ``k`` of ``n`` differs from what the case expects of it."""
+        what = f"tool result {k} of {n} ({_short(text, 160)})"
+        out: list[str] = []
+        if "error" in want and error != bool(want["error"]):
+            out.append(f"{what} is {'an error' if error else 'a success'}, expected "
+                       f"{'an error' if want['error'] else 'a success'}")
+        out += [f"{what} does not hold {self.text(part)!r}"
+                for part in _strs(want.get("contains")) if self.text(part) not in text]
+        out += [f"{what} holds {self.text(part)!r}"
+                for part in _strs(want.get("lacks")) if self.text(part) in text]
+        if "search" in want and not self.pattern(want["search"]).search(text):
+            out.append(f"{what} has no match for {self.text(want['search'])!r}")
+        size = len(text.encode("utf-8"))
+        if "max_bytes" in want and size > int(str(want["max_bytes"])):
+            out.append(f"{what} is {size} bytes, expected at most {want['max_bytes']}")
+        return out
+
+    def tool_results(self, agent: str) -> list[tuple[bool, str]]:
+        """(is_error, text) of every tool result in the agent's transcript, in entry order:
+        the blocks of its ``NNN-tool.json`` entries, text blocks joined."""
+        lay = self.adapter.layout
+        out: list[tuple[bool, str]] = []
+        folder = self.ws / lay.agents / agent / lay.messages
+        for path in sorted(folder.glob("*-tool.json")):
+            try:
+                blocks = json.loads(path.read_bytes())
+            except (OSError, ValueError) as exc:
+                raise Failed(f"{path.name} of {agent} is no tool entry: {exc}") from None
+            for block in blocks if isinstance(blocks, list) else [blocks]:
+                if not isinstance(block, dict) or block.get("type") != "tool_result":
+                    raise Failed(f"{path.name} of {agent} holds {_short(str(block))}, "
+                                 "not a tool_result block")
+                content = block.get("content")
+                text = content if isinstance(content, str) else "".join(
+                    str(c.get("text", "")) for c in content if isinstance(c, dict)
+                ) if isinstance(content, list) else ""
+                out.append((block.get("is_error") is True, text))
+        return out
+
+    def git_file(self, agent: str, rel: str) -> str | None:
+        """The file ``rel`` (relative to the worktree) in the tree at the tip of the agent's
+        branch, or None where the tree has no such file."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+        ref = self.adapter.layout.agent_ref_prefix + agent
+        proc = subprocess.run(["git", "-C", str(self.ws / self.adapter.layout.repo), "show",
+                               f"{ref}:{rel}"], capture_output=True, env=env, check=False)
+        return proc.stdout.decode("utf-8", "replace") if proc.returncode == 0 else None
+
     def read(self, rel: str) -> str:
         path = self.ws / rel
         if "*" in rel:
@@ -356,7 +455,7 @@ def conform(adapter: Adapter, files: Sequence[tuple[str, str]] | None = None,
         cases = cases_of(files if files is not None else scenario_files())
         for k, (name, case) in enumerate(cases):
             cid = str(case.get("id"))
-            if only and only not in cid:
+            if only and only not in cid and only != name:
                 continue
             if progress is not None:
                 failed = sum(r.status == "failed" for r in card.results)
@@ -374,7 +473,8 @@ def conform(adapter: Adapter, files: Sequence[tuple[str, str]] | None = None,
             try:
                 with prepared(adapter, ws.parent,
                               keep and ws.parent / "model-requests.jsonl") as live:
-                    CaseRunner(live, ws).run(case)
+                    CaseRunner(live, ws, float(str(case.get("quiescence",
+                                                            QUIESCENCE_TIMEOUT)))).run(case)
                 result = CaseResult(cid, name, rules, "passed")
             except (Failed, AdapterError) as exc:
                 result = CaseResult(cid, name, rules, "failed", str(exc))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from lernie_ref.core import TYPE_CHECKING
 from lernie_ref.core.entry import Entry as _Entry
 from lernie_ref.core.entry import entry_blocks, text_of
 from lernie_ref.core.errors import ContainmentError, GitOpError, LernieError, ScanError
@@ -54,7 +55,6 @@ from lernie_ref.substrate.transcript import (
 )
 from lernie_ref.substrate.workspace import Workspace
 
-TYPE_CHECKING = False  # typing and pathlib stay off the scan path (R-CLI-5)
 if TYPE_CHECKING:
     from pathlib import Path
 

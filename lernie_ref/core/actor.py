@@ -11,7 +11,8 @@ one code path: the scheduler only decides *when* the next step runs, never *what
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # ``typing`` stays off the message path (R-CLI-5)
+from lernie_ref.core import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from collections.abc import Generator
     from typing import TypeAlias, TypeVar

@@ -15,6 +15,7 @@ from enum import StrEnum
 
 from lernie_spec import vocab as _spelling
 
+from lernie_ref.core import TYPE_CHECKING
 from lernie_ref.core.names import (
     AGENT_REF_PREFIX as AGENT_REF_PREFIX,
 )
@@ -70,7 +71,6 @@ from lernie_ref.core.names import (
     Point as Point,
 )
 
-TYPE_CHECKING = False  # typing stays off the scan and status paths (R-CLI-5)
 if TYPE_CHECKING:
     from typing import Literal
 

@@ -1,5 +1,6 @@
 """The words of ``lernie.toml`` that the light paths need: its file name, the model names,
-the text ``lernie new`` writes (R-WS-1, R-STEP-6, R-CLI-8).
+the text ``lernie new`` writes (R-WS-1, R-STEP-6, R-CLI-8); the error for an unknown
+model is :meth:`lernie_ref.core.errors.ConfigError.unknown_model`.
 
 A module of its own so that :mod:`~lernie_ref.substrate.config` (the full reader) and
 :mod:`~lernie_ref.substrate.preflight` (the cheap check on the ``lernie message`` path,
@@ -62,7 +63,3 @@ tool_output_cap = 65536
 # [openai] takes the same keys (LERNIE_OPENAI_MODEL, ...).
 """
 """What ``lernie new`` writes (R-WS-1); a file holding exactly this needs no parsing."""
-
-
-def unknown_model(name: str) -> str:
-    return f"unknown model {name!r}: the models are scripted, command, anthropic and openai"

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 
+from lernie_ref.core import TYPE_CHECKING
 from lernie_ref.core.errors import ConfigError, ContainmentError
 from lernie_ref.core.ids import parent_of, require_agent_id
 from lernie_ref.core.names import STEPS_DIR
@@ -35,10 +36,8 @@ from lernie_ref.substrate.configtext import (
     DEFAULT_TEXT,
     MODELS,
     PROVIDERS,
-    unknown_model,
 )
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
@@ -182,7 +181,7 @@ def spec_of(config: Config, model: str | None = None) -> Spec:
     """The model ``model`` (default: the configuration's) with the settings ``config`` gives it."""
     name = model or config.model
     if name not in MODELS:
-        raise ConfigError(unknown_model(name))
+        raise ConfigError.unknown_model(name)
     if name == "command":
         return {
             "model": "command",
@@ -256,7 +255,7 @@ def check_spec(spec: Spec, env: Mapping[str, str], root: str) -> None:
     """What a driver running ``spec`` in environment ``env`` needs, short of a model call."""
     name = str(spec.get("model"))
     if name not in MODELS:
-        raise ConfigError(unknown_model(name))
+        raise ConfigError.unknown_model(name)
     if name == "command":
         import shlex
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import os
 
+from lernie_ref.core import TYPE_CHECKING
 from lernie_ref.core.ids import is_agent_id
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 

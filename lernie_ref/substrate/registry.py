@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 
+from lernie_ref.core import TYPE_CHECKING
 from lernie_ref.core.errors import (
     AmbiguousName,
     ContainmentError,
@@ -31,7 +32,6 @@ from lernie_ref.core.names import AGENT_REF_PREFIX, NAME_FILE, REPO_DIR
 from lernie_ref.substrate import guarded
 from lernie_ref.substrate.reffiles import RefFiles
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 

@@ -10,15 +10,21 @@
   queued and run only by :meth:`Inline.settle`, and a chain can be made to die right
   after a chosen point (:meth:`Inline.crash_at`, :meth:`Inline.run_chain`);
   :func:`drive` is one such chain with a fresh runner;
+- :class:`HopParts` and :func:`parts_installed` are the seam for a hop with a replaced
+  collaborator (R-STEP-8): pass ``HopParts(...)`` in ``HopDeps(parts=...)``, or install
+  it for every hop this process builds (how a checker builds a deliberately broken
+  ``lernie``, e.g. for a seeded bug, without touching the code);
 - :func:`poll` is the one polling helper: it waits, generously, for a condition another
   process makes true (a wait for a state, never a timing claim).
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
+from lernie_ref.actors import parts as _parts
 from lernie_ref.actors.hop import HopDeps, HopResult, Outcome, hop_actor
 from lernie_ref.adapters.protocol import ModelAdapter
 from lernie_ref.adapters.scripted import ScriptedModel
@@ -30,7 +36,31 @@ from lernie_ref.substrate.config import Config
 from lernie_ref.substrate.launcher import RecordingLauncher
 from lernie_ref.substrate.workspace import Workspace
 
-__all__ = ["FixedClock", "Inline", "Point", "RecordingLauncher", "Stepper", "drive", "poll"]
+__all__ = [
+    "FixedClock",
+    "HopParts",
+    "Inline",
+    "Point",
+    "RecordingLauncher",
+    "Stepper",
+    "drive",
+    "parts_installed",
+    "poll",
+]
+
+HopParts = _parts.HopParts
+
+
+@contextlib.contextmanager
+def parts_installed(parts: HopParts) -> Iterator[HopParts]:
+    """Every ``HopDeps`` built without explicit parts in this process, inside the block,
+    gets ``parts`` (R-STEP-8): the hops that the CLI (and so its detached drivers, when
+    they enter the same block at start-up) runs call the replaced collaborators."""
+    _parts.install(parts)
+    try:
+        yield parts
+    finally:
+        _parts.uninstall(parts)
 
 
 class Inline:

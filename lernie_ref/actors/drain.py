@@ -26,6 +26,7 @@ then per deposit ``drain.renamed`` and ``drain.committed``.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from lernie_ref.core.actor import Actor, Passed
@@ -146,12 +147,15 @@ def drain_actor(
     git: GitRunner | None = None,
     *,
     strays_recovered: bool = False,
+    recover: Callable[[Path, str, GitRunner], bool] = recover_strays,
+    deliver: Callable[[Path, str, Pending, GitRunner], Actor[str]] = deliver_actor,
 ) -> Actor[Delivery]:
     """R-DRAIN-1 to R-DRAIN-6 under ``lock`` (held by the caller for the whole drain).
 
     ``strays_recovered``: the caller ran the stray recovery (R-DRAIN-2) on the present
     worktree under this same lock and has committed everything it wrote since, so the
-    drain does not ask git again (unless it re-creates the worktree).
+    drain does not ask git again (unless it re-creates the worktree). ``recover`` and
+    ``deliver`` are the hop's parts (R-STEP-8); they default to this module's functions.
 
     Points: ``Point.DRAIN_LISTED``, ``Point.DRAIN_REMATERIALIZED``,
     ``Point.DRAIN_STRAY_COMMITTED``, then per deposit ``Point.DRAIN_RENAMED``,
@@ -170,7 +174,7 @@ def drain_actor(
         rematerialize(ws, agent_id)
         yield Passed(Point.DRAIN_REMATERIALIZED, agent_id)
         strays_recovered = False
-    stray = not strays_recovered and recover_strays(worktree, agent_id, runner)
+    stray = not strays_recovered and recover(worktree, agent_id, runner)
     if stray:
         yield Passed(Point.DRAIN_STRAY_COMMITTED, agent_id)
     plain: list[Pending] = []
@@ -182,5 +186,5 @@ def drain_actor(
                 own = own_result_ref(agent_id, item.sender, body) is not None
                 (results if own else plain).append(item)
     for item in plain + results:
-        yield from deliver_actor(worktree, agent_id, item, runner)
+        yield from deliver(worktree, agent_id, item, runner)
     return Delivery(len(listed), frozenset(), stray_recovered=stray)

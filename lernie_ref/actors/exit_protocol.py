@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lernie_ref.actors.probe import probe_actor
+from lernie_ref.actors.parts import PRODUCTION, HopParts
 from lernie_ref.actors.release import notice, release_actor
 from lernie_ref.core.actor import Actor, Passed
 from lernie_ref.core.clock import Clock
@@ -57,13 +57,15 @@ def conclude_actor(
     response: str | None,
     launcher: Launcher,
     clock: Clock,
+    parts: HopParts = PRODUCTION,
 ) -> Actor[str | None]:
     """R-TERM-2: deposit → release → release rule → (final-response only) self and recipient.
 
     Returns the recipient (``None``: nothing deposited): one address per terminal event
     (I-11). The tail probes every agent it deposited into, its own inbox included beside a
     parked obituary, so no wakeup it owes is left unmade (I-21). Raises only before the
-    release (the caller then releases by ``LOCK_UN`` and runs no release rule).
+    release (the caller then releases by ``LOCK_UN`` and runs no release rule). The
+    release rule and the recipient probe go through ``parts`` (R-STEP-8).
 
     Points: ``Point.TERMINAL_STOPPED_MARKED``, ``Point.TERMINAL_RECIPIENT``; the result
     deposit's ``Point.DEPOSIT_LISTED``, ``Point.DEPOSIT_TEMP_WRITTEN``,
@@ -91,7 +93,9 @@ def conclude_actor(
             )
         except DepositError as exc:
             raise DepositError.result(exc) from None
-    yield from release_actor(ws.root, agent_id, lock, seen, launcher)
+    yield from release_actor(
+        ws.root, agent_id, lock, seen, launcher, reread=parts.reread, owed=parts.owed_launch
+    )
     if epitaph is not Epitaph.FINAL_RESPONSE:
         return to
     try:
@@ -101,7 +105,7 @@ def conclude_actor(
     yield Passed(Point.TERMINAL_SELF_LAUNCHED, agent_id)
     if to is not None:
         try:
-            yield from probe_actor(ws.root, to, launcher)
+            yield from parts.recipient_probe(ws.root, to, launcher)
         except LernieError as exc:
             notice(f"revival launch for {to}: {exc} (accepted crash class, R-TERM-5)")
     return to

@@ -29,12 +29,13 @@ from __future__ import annotations
 import enum
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from lernie_ref.actors.drain import drain_actor, recover_strays
+from lernie_ref.actors.drain import drain_actor
 from lernie_ref.actors.exit_protocol import conclude_actor, terminal_ref
 from lernie_ref.actors.mark_repair import landed_result, repair_returned_mark
+from lernie_ref.actors.parts import HopParts, installed_parts
 from lernie_ref.actors.probe import probe_actor
 from lernie_ref.actors.readings import mark_value, unsent_reply
 from lernie_ref.actors.release import notice, release_actor
@@ -54,7 +55,7 @@ from lernie_ref.core.errors import (
 )
 from lernie_ref.core.tooldefs import tool_specs
 from lernie_ref.core.vocab import STAGING_FILE, Epitaph, MarkKind, Point
-from lernie_ref.core.warrant import Warrant, unanswered_tail, warrant_of
+from lernie_ref.core.warrant import Warrant, warrant_of
 from lernie_ref.substrate import gitlocks, transcript
 from lernie_ref.substrate.config import Config
 from lernie_ref.substrate.deposit import deposit_result_actor
@@ -101,6 +102,19 @@ class HopDeps:
     stop_requested: Callable[[], bool]
     env: Mapping[str, str] | None = None
     """The environment tool processes start from (``None``: this process's)."""
+    parts: HopParts = field(default_factory=installed_parts)
+    """The collaborators the hop's actors call through (R-STEP-8; production's by default)."""
+
+
+def _release_actor(
+    ws: Workspace, agent_id: str, lock: ExecutorLock, seen: frozenset[tuple[str, int]],
+    deps: HopDeps,
+) -> Actor[None]:
+    """R-REL-1 through the hop's parts."""
+    yield from release_actor(
+        ws.root, agent_id, lock, seen, deps.launcher,
+        reread=deps.parts.reread, owed=deps.parts.owed_launch,
+    )
 
 
 def model_steps(entries: Sequence[Entry[object]]) -> int:
@@ -173,10 +187,11 @@ def _drive(ws: Workspace, agent_id: str, lock: ExecutorLock, deps: HopDeps) -> A
         _repair_returned_mark(ws, agent_id)
         # R-DRAIN-2 before R-STEP-2: a model entry renamed but never committed is committed
         # alone first, so the settlement's tool commit never carries it (R-TR-3).
-        stray = recover_strays(worktree, agent_id, ws.git)
+        stray = deps.parts.recover_strays(worktree, agent_id, ws.git)
         if stray:
             yield Passed(Point.DRAIN_STRAY_COMMITTED, agent_id)
-        open_ids = unanswered_tail(transcript.history_of(transcript.load(worktree)))
+        history = transcript.history_of(transcript.load(worktree))
+        open_ids = deps.parts.unanswered_tail(history)
         if open_ids:
             notice(
                 f"settling a crashed tool window on [{agent_id}] — {len(open_ids)} unanswered "
@@ -188,9 +203,12 @@ def _drive(ws: Workspace, agent_id: str, lock: ExecutorLock, deps: HopDeps) -> A
         # delivers anything after it (then R-SCAN-9 could no longer see it).
         resent = yield from _send_lost_reply(ws, agent_id, deps)
     # the strays were recovered above, and everything written since is committed
-    delivery = yield from drain_actor(ws, agent_id, lock, ws.git, strays_recovered=present)
+    delivery = yield from drain_actor(
+        ws, agent_id, lock, ws.git, strays_recovered=present,
+        recover=deps.parts.recover_strays, deliver=deps.parts.deliver_actor,
+    )
     if not delivery.worktree_present:
-        yield from release_actor(ws.root, agent_id, lock, delivery.seen, deps.launcher)
+        yield from _release_actor(ws, agent_id, lock, delivery.seen, deps)
         return HopResult(Outcome.NOTHING_TO_DO)
     due = warrant_of(transcript.history_of(transcript.load(worktree)))
     yield Passed(Point.HOP_WARRANT, agent_id, due.value)
@@ -210,7 +228,7 @@ def _drive(ws: Workspace, agent_id: str, lock: ExecutorLock, deps: HopDeps) -> A
                     response=response,
                 )
             )
-        yield from release_actor(ws.root, agent_id, lock, delivery.seen, deps.launcher)
+        yield from _release_actor(ws, agent_id, lock, delivery.seen, deps)
         return HopResult(Outcome.NOTHING_TO_DO)
     return (yield from _step(ws, agent_id, lock, delivery.seen, deps))
 
@@ -289,6 +307,7 @@ def _conclude(
         response=response,
         launcher=deps.launcher,
         clock=deps.clock,
+        parts=deps.parts,
     )
     return HopResult(Outcome.TERMINAL, epitaph=epitaph, recipient=to)
 

@@ -21,7 +21,7 @@ authority left to act on them (R-TERM-5). Points: ``release.released``,
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from lernie_ref.actors.probe import ProbeOutcome, probe_actor
@@ -65,6 +65,9 @@ def release_actor(
     lock: ExecutorLock,
     seen: frozenset[tuple[str, int]],
     launcher: Launcher,
+    *,
+    reread: Callable[[Path], list[Pending]] = pending,
+    owed: Callable[[Sequence[Pending], frozenset[tuple[str, int]]], bool] = owed_launch,
 ) -> Actor[ProbeOutcome | None]:
     """Release ``lock`` (``LOCK_UN``), re-read the inbox, probe-and-launch if owed (R-REL-1).
 
@@ -72,11 +75,13 @@ def release_actor(
     owed) those of the probe: ``Point.PROBE_BUSY``, ``Point.PROBE_ACQUIRED``,
     ``Point.PROBE_RELEASED``, ``Point.PROBE_LAUNCHED``.
     Always: ``Point.RELEASE_RELEASED``.
+
+    ``reread`` and ``owed`` are the hop's parts (R-STEP-8); they default to this module's.
     """
     lock.release()
     yield Passed(Point.RELEASE_RELEASED, agent_id)
     try:
-        listing = pending(inbox_dir(ws, agent_id))
+        listing = reread(inbox_dir(ws, agent_id))
     except OSError as exc:
         notice(
             f"post-release inbox re-read for {agent_id}: {io_text(exc)} "
@@ -84,7 +89,7 @@ def release_actor(
         )
         return None
     yield Passed(Point.RELEASE_REREAD, agent_id, str(len(listing)))
-    if not owed_launch(listing, seen):
+    if not owed(listing, seen):
         return None
     try:
         return (yield from probe_actor(ws, agent_id, launcher))

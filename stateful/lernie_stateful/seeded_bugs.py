@@ -1,23 +1,26 @@
 """Seeded bugs on the implementation, for `lernie-check bugs`.
 
-Each bug is a context manager that patches one plausible mistake into the real
-code for the duration of a run (monkeypatch style, at the names the actors call
-through); nothing in ``lernie_ref`` knows about them. The first group repeats the
-model's historic variants (``lernie_spec.variants``) on the code; the rest are
+Each bug is a context manager that puts one plausible mistake into the real code
+for the duration of a run; nothing in ``lernie_ref`` knows about them. Where the
+mistake is in a collaborator a hop calls through its parts (R-STEP-8), the bug is a
+``HopParts`` with that one part replaced, installed through the test kit's seam
+(:func:`lernie_ref.testing.parts_installed`); the rest (:data:`PATCHED`) still patch
+the name the code calls through (monkeypatch style), because their collaborator is
+shared by readers outside the hop (the sweep, ``status``, the reply face, the
+writer) or is a method of a substrate class. The first group repeats the model's
+historic variants (``lernie_spec.variants``) on the code; the rest are
 implementation mistakes the model cannot make.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 import lernie_ref.actors.drain as drain_module
-import lernie_ref.actors.exit_protocol as exit_protocol
-import lernie_ref.actors.hop as hop
-import lernie_ref.actors.release as release
 import lernie_ref.actors.sweep as sweep_module
 import lernie_ref.actors.writer as writer
 import lernie_ref.core.debt as debt
@@ -29,6 +32,7 @@ from lernie_ref.core.ids import parent_of
 from lernie_ref.core.vocab import MESSAGES_DIR, TOOL_ORIGIN, Epitaph, MarkKind, Point
 from lernie_ref.substrate.lock import ExecutorLock
 from lernie_ref.substrate.workspace import Workspace
+from lernie_ref.testing import HopParts, parts_installed
 
 drain: Any = drain_module  # patched at the names the actors call through
 sweep: Any = sweep_module
@@ -44,11 +48,20 @@ def _patched(target: object, name: str, value: object) -> Iterator[None]:
         setattr(target, name, old)
 
 
+def _part(**replaced: Any) -> Callable[[], contextlib.AbstractContextManager[object]]:
+    """A bug as production's hop parts with ``replaced`` swapped in, through the seam."""
+
+    def apply() -> contextlib.AbstractContextManager[object]:
+        return parts_installed(dataclasses.replace(HopParts(), **replaced))
+
+    return apply
+
+
 class Bug(NamedTuple):
     name: str
     summary: str
     historic: str  # the model variant it repeats, or ""
-    apply: Callable[[], contextlib.AbstractContextManager[None]]
+    apply: Callable[[], contextlib.AbstractContextManager[object]]
 
 
 def _none_actor(*_: object, **__: object) -> Actor[None]:
@@ -79,29 +92,19 @@ def _reply_to_parent() -> contextlib.AbstractContextManager[None]:
     return _patched(transcript, "recipient", recipient)
 
 
-def _unlink_before_commit() -> contextlib.AbstractContextManager[None]:
-    def deliver(worktree: Any, agent_id: str, item: Any, git: Any) -> Actor[str]:
-        data = item.path.read_bytes()
-        os.unlink(item.path)  # gone from the inbox before it is anywhere else
-        yield Passed(Point.DRAIN_RENAMED, agent_id, item.name)
-        seq = drain.next_seq(worktree)
-        name = drain.entry_name(seq, item.sender, delivered=True)
-        (worktree / MESSAGES_DIR).mkdir(parents=True, exist_ok=True)
-        (worktree / MESSAGES_DIR / name).write_bytes(data)
-        drain.commit(git, worktree, [f"{MESSAGES_DIR}/{name}"],
-                     drain.commit_subject(seq, item.sender, agent_id), op="transcript")
-        yield Passed(Point.DRAIN_COMMITTED, agent_id, name)
-        return str(name)
-
-    return _patched(drain, "deliver_actor", deliver)
-
-
-@contextlib.contextmanager
-def _no_stray_recovery() -> Iterator[None]:
-    # the hop calls it through its own import of the name
-    with _patched(drain, "recover_strays", lambda *a: False), \
-            _patched(hop, "recover_strays", lambda *a: False):
-        yield
+def _unlinking_deliver(worktree: Any, agent_id: str, item: Any, git: Any) -> Actor[str]:
+    """A delivery that unlinks the deposit, then writes and commits the entry."""
+    data = item.path.read_bytes()
+    os.unlink(item.path)  # gone from the inbox before it is anywhere else
+    yield Passed(Point.DRAIN_RENAMED, agent_id, item.name)
+    seq = drain.next_seq(worktree)
+    name = drain.entry_name(seq, item.sender, delivered=True)
+    (worktree / MESSAGES_DIR).mkdir(parents=True, exist_ok=True)
+    (worktree / MESSAGES_DIR / name).write_bytes(data)
+    drain.commit(git, worktree, [f"{MESSAGES_DIR}/{name}"],
+                 drain.commit_subject(seq, item.sender, agent_id), op="transcript")
+    yield Passed(Point.DRAIN_COMMITTED, agent_id, name)
+    return str(name)
 
 
 def _leaky_release() -> contextlib.AbstractContextManager[None]:
@@ -162,24 +165,23 @@ def _uncommitted_delivery() -> contextlib.AbstractContextManager[None]:
 
 BUGS: tuple[Bug, ...] = (
     Bug("no-release-rule", "a release never completes a writer's launch (R-REL-1)",
-        "bl-9c8f-no-release-rule", lambda: _patched(release, "owed_launch", lambda *a: False)),
+        "bl-9c8f-no-release-rule", _part(owed_launch=lambda *a: False)),
     Bug("no-reply-debt", "every final response owes a reply (R-DEBT-4)",
         "bl-82d8-no-reply-debt", lambda: _patched(debt, "owes_a_reply", lambda *a: True)),
     Bug("reply-to-parent", "a reply goes to the parent, not the last prompter (R-ADDR-3)",
         "bl-a96a-reply-to-parent", _reply_to_parent),
     Bug("no-recipient-revival", "the exit protocol never probes the recipient (R-TERM-2 (4))",
-        "bl-4a6c-no-recipient-revival", lambda: _patched(exit_protocol, "probe_actor",
-                                                          _none_actor)),
+        "bl-4a6c-no-recipient-revival", _part(recipient_probe=_none_actor)),
     Bug("overwriting-deposit", "publication replaces a deposit of the same name (R-DEP-6)",
         "overwriting-deposit", _overwriting),
     Bug("no-stray-recovery", "the drain never commits a crashed delivery (R-DRAIN-2)",
-        "no-stray-recovery", _no_stray_recovery),
+        "no-stray-recovery", _part(recover_strays=lambda *a: False)),
     Bug("no-crash-settlement", "a crashed tool window is never settled (R-STEP-2)", "",
-        lambda: _patched(hop, "unanswered_tail", lambda *a: [])),
+        _part(unanswered_tail=lambda *a: [])),
     Bug("release-without-reread", "the release rule reads an empty inbox (R-REL-1)", "",
-        lambda: _patched(release, "pending", lambda *a: [])),
+        _part(reread=lambda *a: [])),
     Bug("drain-unlinks-before-commit", "a delivery unlinks the deposit, then writes and "
-        "commits the entry (R-DRAIN-4)", "", _unlink_before_commit),
+        "commits the entry (R-DRAIN-4)", "", _part(deliver_actor=_unlinking_deliver)),
     Bug("lock-leaked-at-release", "a release forgets the descriptor (R-LOCK-2)", "",
         _leaky_release),
     Bug("tool-step-closes-debt-window", "a tool-calling model entry counts as a terminal "
@@ -197,3 +199,10 @@ BUGS: tuple[Bug, ...] = (
 )
 
 BY_NAME = {b.name: b for b in BUGS}
+
+PATCHED = frozenset({
+    "no-reply-debt", "reply-to-parent", "overwriting-deposit", "lock-leaked-at-release",
+    "tool-step-closes-debt-window", "sweep-ignores-lock", "writer-never-probes",
+    "stop-not-marked", "budget-not-marked", "delivery-never-committed",
+})
+"""The bugs still applied by patching a name (see the module's docstring)."""

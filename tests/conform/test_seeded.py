@@ -84,17 +84,24 @@ def test_every_seeded_bug_is_listed_with_cases_that_exist() -> None:
 
 
 def test_a_seeded_build_is_the_reference_with_one_bug_in_every_process(tmp_path: Path) -> None:
-    """The build's interpreter runs the patched code; the kit's own does not."""
+    """The build's interpreter runs the bug (through the hop's parts, R-STEP-8, or a
+    patched name); the kit's own does not."""
     adapter = load(str(build("no-release-rule", tmp_path)))
     env = adapter.env({}, {"PATH": "/usr/bin:/bin"})
-    probe = "import lernie_ref.actors.release as r; print(r.owed_launch([], frozenset()))"
+    probe = ("from lernie_ref.actors.parts import installed_parts; "
+             "print(installed_parts().owed_launch([], frozenset()))")
     out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
                          text=True, check=True).stdout
     assert out == "False\n"
     assert adapter.name == "lernie with seeded bug no-release-rule"
-    from lernie_ref.actors import release
+    from lernie_ref.actors.parts import PRODUCTION, installed_parts
 
-    assert release.owed_launch.__module__ == "lernie_ref.actors.release"
+    assert installed_parts() is PRODUCTION
+    patched = build("lock-leaked-at-release", tmp_path)
+    probe = "from lernie_ref.substrate.lock import ExecutorLock as L; print(L.release.__module__)"
+    out = subprocess.run([sys.executable, "-c", probe], env=load(str(patched)).env(
+        {}, {"PATH": "/usr/bin:/bin"}), capture_output=True, text=True, check=True).stdout
+    assert out == "lernie_stateful.seeded_bugs\n"
 
 
 @pytest.mark.parametrize("bug", CI_BUGS)

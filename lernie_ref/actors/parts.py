@@ -1,0 +1,71 @@
+"""The replaceable collaborators of a hop: one typed, frozen parts object (R-STEP-8).
+
+A hop's actors call a handful of rule-bearing collaborators (stray recovery, delivery,
+the crashed tool window, the post-release re-read and launch rule, the recipient
+probe) through :class:`HopParts` rather than through module names, so a checker can
+build a hop with one collaborator replaced without touching the code: the parts
+travel in :class:`lernie_ref.actors.hop.HopDeps` like the clock and the launcher.
+Production uses :data:`PRODUCTION`; nothing here reads a flag or the environment.
+
+The one process-wide default (:func:`installed_parts`) is read once when a
+``HopDeps`` is built, never per call; :mod:`lernie_ref.testing` is its only writer,
+for test builds that run the real CLI in another process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from lernie_ref.actors.drain import deliver_actor, recover_strays
+from lernie_ref.actors.probe import ProbeOutcome, probe_actor
+from lernie_ref.actors.release import owed_launch
+from lernie_ref.core.actor import Actor
+from lernie_ref.core.entry import Block
+from lernie_ref.core.vocab import Role
+from lernie_ref.core.warrant import unanswered_tail
+from lernie_ref.substrate.deposit import Pending, pending
+from lernie_ref.substrate.gitrun import GitRunner
+from lernie_ref.substrate.launcher import Launcher
+
+
+@dataclass(frozen=True)
+class HopParts:
+    """The collaborators a hop's actors call through; each defaults to production's."""
+
+    recover_strays: Callable[[Path, str, GitRunner], bool] = recover_strays
+    """R-DRAIN-2: commit what a crashed delivery left under ``messages/``."""
+    deliver_actor: Callable[[Path, str, Pending, GitRunner], Actor[str]] = deliver_actor
+    """R-DRAIN-4: move one deposit into the transcript and commit it."""
+    unanswered_tail: Callable[[Sequence[tuple[Role, Sequence[Block]]]], list[str]] = (
+        unanswered_tail
+    )
+    """R-STEP-2: the ids of the open tool window."""
+    reread: Callable[[Path], list[Pending]] = pending
+    """R-REL-1: the post-release inbox listing."""
+    owed_launch: Callable[[Sequence[Pending], frozenset[tuple[str, int]]], bool] = owed_launch
+    """R-REL-1: whether that listing owes a launch."""
+    recipient_probe: Callable[[Path, str, Launcher], Actor[ProbeOutcome]] = probe_actor
+    """R-TERM-2 (4): the exit protocol's probe of the recipient."""
+
+
+PRODUCTION = HopParts()
+
+_INSTALLED: list[HopParts] = [PRODUCTION]
+
+
+def installed_parts() -> HopParts:
+    """The parts a ``HopDeps`` built without explicit parts gets (production's unless a
+    test build installed others through :mod:`lernie_ref.testing`)."""
+    return _INSTALLED[-1]
+
+
+def install(parts: HopParts) -> None:
+    """Make ``parts`` the default for every ``HopDeps`` built from now on."""
+    _INSTALLED.append(parts)
+
+
+def uninstall(parts: HopParts) -> None:
+    """Undo :func:`install` of ``parts``."""
+    _INSTALLED.remove(parts)

@@ -32,7 +32,6 @@ from lernie_ref.core.actor import Actor, Passed
 from lernie_ref.core.clock import Clock
 from lernie_ref.core.errors import DepositError, GitOpError, LernieError
 from lernie_ref.core.vocab import Epitaph, MarkKind, Point
-from lernie_ref.substrate import transcript
 from lernie_ref.substrate.deposit import deposit_result_actor
 from lernie_ref.substrate.launcher import Launcher
 from lernie_ref.substrate.lock import ExecutorLock
@@ -65,7 +64,8 @@ def conclude_actor(
     (I-11). The tail probes every agent it deposited into, its own inbox included beside a
     parked obituary, so no wakeup it owes is left unmade (I-21). Raises only before the
     release (the caller then releases by ``LOCK_UN`` and runs no release rule). The
-    release rule and the recipient probe go through ``parts`` (R-STEP-8).
+    stopped mark, the recipient, the release and its rule and the recipient probe go
+    through ``parts`` (R-STEP-8).
 
     Points: ``Point.TERMINAL_STOPPED_MARKED``, ``Point.TERMINAL_RECIPIENT``; the result
     deposit's ``Point.DEPOSIT_LISTED``, ``Point.DEPOSIT_TEMP_WRITTEN``,
@@ -79,11 +79,11 @@ def conclude_actor(
         # R-TERM-6, D-19: the stop is recorded at the tip (a root has no parent to tell),
         # so the sweep and status read a stopped branch as at rest, not as a death.
         try:
-            ws.set_mark(MarkKind.STOPPED, agent_id, terminal_ref(ws, agent_id))
+            parts.terminal_mark(ws, MarkKind.STOPPED, agent_id, terminal_ref(ws, agent_id))
         except LernieError as exc:
             raise GitOpError("stopped update-ref", exc) from None
         yield Passed(Point.TERMINAL_STOPPED_MARKED, agent_id)
-    to = transcript.recipient(ws.worktree(agent_id), agent_id, epitaph)
+    to = parts.recipient(ws.worktree(agent_id), agent_id, epitaph)
     yield Passed(Point.TERMINAL_RECIPIENT, agent_id, to or "")
     if to is not None:
         sha = terminal_ref(ws, agent_id)
@@ -94,7 +94,8 @@ def conclude_actor(
         except DepositError as exc:
             raise DepositError.result(exc) from None
     yield from release_actor(
-        ws.root, agent_id, lock, seen, launcher, reread=parts.reread, owed=parts.owed_launch
+        ws.root, agent_id, lock, seen, launcher,
+        unlock=parts.release_lock, reread=parts.reread, owed=parts.owed_launch,
     )
     if epitaph is not Epitaph.FINAL_RESPONSE:
         return to

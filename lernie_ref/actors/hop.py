@@ -113,7 +113,7 @@ def _release_actor(
     """R-REL-1 through the hop's parts."""
     yield from release_actor(
         ws.root, agent_id, lock, seen, deps.launcher,
-        reread=deps.parts.reread, owed=deps.parts.owed_launch,
+        unlock=deps.parts.release_lock, reread=deps.parts.reread, owed=deps.parts.owed_launch,
     )
 
 
@@ -328,7 +328,9 @@ def _step(
     used = model_steps(entries)
     if used >= deps.config.step_budget:
         try:
-            ws.set_mark(MarkKind.BUDGET_EXHAUSTED, agent_id, terminal_ref(ws, agent_id))
+            deps.parts.terminal_mark(
+                ws, MarkKind.BUDGET_EXHAUSTED, agent_id, terminal_ref(ws, agent_id)
+            )
         except LernieError as exc:
             raise GitOpError("budget-exhausted update-ref", exc) from None
         notice(

@@ -1,11 +1,12 @@
 """The replaceable collaborators of a hop: one typed, frozen parts object (R-STEP-8).
 
 A hop's actors call a handful of rule-bearing collaborators (stray recovery, delivery,
-the crashed tool window, the post-release re-read and launch rule, the recipient
-probe) through :class:`HopParts` rather than through module names, so a checker can
-build a hop with one collaborator replaced without touching the code: the parts
-travel in :class:`lernie_ref.actors.hop.HopDeps` like the clock and the launcher.
-Production uses :data:`PRODUCTION`; nothing here reads a flag or the environment.
+the crashed tool window, the release of the lock, the post-release re-read and launch
+rule, the terminal marks, the exit protocol's recipient and its probe) through
+:class:`HopParts` rather than through module names, so a checker can build a hop with
+one collaborator replaced without touching the code: the parts travel in
+:class:`lernie_ref.actors.hop.HopDeps` like the clock and the launcher. Production uses
+:data:`PRODUCTION`; nothing here reads a flag or the environment.
 
 The one process-wide default (:func:`installed_parts`) is read once when a
 ``HopDeps`` is built, never per call; :mod:`lernie_ref.testing` is its only writer,
@@ -28,6 +29,9 @@ from lernie_ref.core.warrant import unanswered_tail
 from lernie_ref.substrate.deposit import Pending, pending
 from lernie_ref.substrate.gitrun import GitRunner
 from lernie_ref.substrate.launcher import Launcher
+from lernie_ref.substrate.lock import ExecutorLock
+from lernie_ref.substrate.transcript import recipient
+from lernie_ref.substrate.workspace import Workspace
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,12 @@ class HopParts:
     """R-REL-1: the post-release inbox listing."""
     owed_launch: Callable[[Sequence[Pending], frozenset[tuple[str, int]]], bool] = owed_launch
     """R-REL-1: whether that listing owes a launch."""
+    release_lock: Callable[[ExecutorLock], None] = ExecutorLock.release
+    """R-LOCK-2: the release's ``LOCK_UN`` (and close) of the executor lock."""
+    terminal_mark: Callable[[Workspace, str, str, str], None] = Workspace.set_mark
+    """R-TERM-4, R-TERM-6: the mark a budget-exhausted or stopped exit leaves."""
+    recipient: Callable[[Path, str, str], str | None] = recipient
+    """R-ADDR-1, R-ADDR-3: where the exit protocol deposits a terminal event's result."""
     recipient_probe: Callable[[Path, str, Launcher], Actor[ProbeOutcome]] = probe_actor
     """R-TERM-2 (4): the exit protocol's probe of the recipient."""
 

@@ -66,6 +66,7 @@ def release_actor(
     seen: frozenset[tuple[str, int]],
     launcher: Launcher,
     *,
+    unlock: Callable[[ExecutorLock], None] = ExecutorLock.release,
     reread: Callable[[Path], list[Pending]] = pending,
     owed: Callable[[Sequence[Pending], frozenset[tuple[str, int]]], bool] = owed_launch,
 ) -> Actor[ProbeOutcome | None]:
@@ -76,9 +77,10 @@ def release_actor(
     ``Point.PROBE_RELEASED``, ``Point.PROBE_LAUNCHED``.
     Always: ``Point.RELEASE_RELEASED``.
 
-    ``reread`` and ``owed`` are the hop's parts (R-STEP-8); they default to this module's.
+    ``unlock``, ``reread`` and ``owed`` are the hop's parts (R-STEP-8); they default to
+    production's.
     """
-    lock.release()
+    unlock(lock)
     yield Passed(Point.RELEASE_RELEASED, agent_id)
     try:
         listing = reread(inbox_dir(ws, agent_id))

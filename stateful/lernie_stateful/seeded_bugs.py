@@ -17,7 +17,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import lernie_ref.actors.drain as drain_module
@@ -26,15 +27,15 @@ import lernie_ref.actors.writer as writer
 import lernie_ref.core.debt as debt
 import lernie_ref.reply_debt as reply_debt
 import lernie_ref.substrate.guarded as guarded
-import lernie_ref.substrate.transcript as transcript
 from lernie_ref.core.actor import Actor, Passed
 from lernie_ref.core.ids import parent_of
 from lernie_ref.core.vocab import MESSAGES_DIR, TOOL_ORIGIN, Epitaph, MarkKind, Point
+from lernie_ref.substrate.gitrun import GitResult, GitRunner
 from lernie_ref.substrate.lock import ExecutorLock
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import HopParts, parts_installed
 
-drain: Any = drain_module  # patched at the names the actors call through
+drain: Any = drain_module  # its helpers, read (not patched) by the bugs' deliveries
 sweep: Any = sweep_module
 
 
@@ -81,15 +82,13 @@ def _overwriting() -> contextlib.AbstractContextManager[None]:
     return _patched(guarded.Dir, "link", _replacing_link)
 
 
-def _reply_to_parent() -> contextlib.AbstractContextManager[None]:
-    def recipient(worktree: Any, agent_id: str, epitaph: str) -> str | None:
-        if str(epitaph) != Epitaph.FINAL_RESPONSE:
-            return parent_of(agent_id)
-        if not reply_debt.owes_a_reply(reply_debt.read_entries(worktree), agent_id):
-            return None
+def _parent_recipient(worktree: Any, agent_id: str, epitaph: str) -> str | None:
+    """R-ADDR as upstream had it: a reply goes to the parent, not the last prompter."""
+    if str(epitaph) != Epitaph.FINAL_RESPONSE:
         return parent_of(agent_id)
-
-    return _patched(transcript, "recipient", recipient)
+    if not reply_debt.owes_a_reply(reply_debt.read_entries(worktree), agent_id):
+        return None
+    return parent_of(agent_id)
 
 
 def _unlinking_deliver(worktree: Any, agent_id: str, item: Any, git: Any) -> Actor[str]:
@@ -107,11 +106,27 @@ def _unlinking_deliver(worktree: Any, agent_id: str, item: Any, git: Any) -> Act
     return str(name)
 
 
-def _leaky_release() -> contextlib.AbstractContextManager[None]:
-    def release_(self: ExecutorLock) -> None:
-        self._fd = None  # forgets the descriptor: the lock stays held
+class _NoCommits:
+    """A git runner that drops ``add`` and ``commit`` and runs everything else."""
 
-    return _patched(ExecutorLock, "release", release_)
+    def __init__(self, git: GitRunner) -> None:
+        self.git = git
+
+    def run(self, dest: Path, args: Sequence[str], *, check: bool = True,
+            input: bytes | None = None) -> GitResult:
+        if list(args[:1]) in (["add"], ["commit"]):
+            return GitResult(0, "", "")
+        return self.git.run(dest, args, check=check, input=input)
+
+
+def _uncommitted_deliver(worktree: Path, agent_id: str, item: Any, git: GitRunner) -> Actor[str]:
+    """The production delivery whose entry is renamed into place but never committed."""
+    return (yield from drain_module.deliver_actor(worktree, agent_id, item, _NoCommits(git)))
+
+
+def _leaky_release(lock: ExecutorLock) -> None:
+    """A release that forgets the descriptor: the lock stays held."""
+    lock._fd = None
 
 
 def _tool_closes_window() -> contextlib.AbstractContextManager[None]:
@@ -140,27 +155,12 @@ def _sweep_ignores_lock() -> contextlib.AbstractContextManager[None]:
     return _patched(sweep, "try_acquire_present", try_acquire_present)
 
 
-def _skip_mark(kind: str) -> Callable[[], contextlib.AbstractContextManager[None]]:
-    def apply() -> contextlib.AbstractContextManager[None]:
-        real = Workspace.set_mark
+def _skip_mark(kind: str) -> Callable[[], contextlib.AbstractContextManager[object]]:
+    def set_mark(ws: Workspace, k: str, agent_id: str, sha: str) -> None:
+        if str(k) != kind:
+            ws.set_mark(k, agent_id, sha)
 
-        def set_mark(self: Workspace, k: str, agent_id: str, sha: str) -> None:
-            if str(k) != kind:
-                real(self, k, agent_id, sha)
-
-        return _patched(Workspace, "set_mark", set_mark)
-
-    return apply
-
-
-def _uncommitted_delivery() -> contextlib.AbstractContextManager[None]:
-    real = drain.commit
-
-    def commit(git: Any, worktree: Any, paths: Any, subject: str, op: str) -> None:
-        if not subject.startswith("transcript") or paths is None:
-            real(git, worktree, paths, subject, op=op)
-
-    return _patched(drain, "commit", commit)
+    return _part(terminal_mark=set_mark)
 
 
 BUGS: tuple[Bug, ...] = (
@@ -169,7 +169,7 @@ BUGS: tuple[Bug, ...] = (
     Bug("no-reply-debt", "every final response owes a reply (R-DEBT-4)",
         "bl-82d8-no-reply-debt", lambda: _patched(debt, "owes_a_reply", lambda *a: True)),
     Bug("reply-to-parent", "a reply goes to the parent, not the last prompter (R-ADDR-3)",
-        "bl-a96a-reply-to-parent", _reply_to_parent),
+        "bl-a96a-reply-to-parent", _part(recipient=_parent_recipient)),
     Bug("no-recipient-revival", "the exit protocol never probes the recipient (R-TERM-2 (4))",
         "bl-4a6c-no-recipient-revival", _part(recipient_probe=_none_actor)),
     Bug("overwriting-deposit", "publication replaces a deposit of the same name (R-DEP-6)",
@@ -183,7 +183,7 @@ BUGS: tuple[Bug, ...] = (
     Bug("drain-unlinks-before-commit", "a delivery unlinks the deposit, then writes and "
         "commits the entry (R-DRAIN-4)", "", _part(deliver_actor=_unlinking_deliver)),
     Bug("lock-leaked-at-release", "a release forgets the descriptor (R-LOCK-2)", "",
-        _leaky_release),
+        _part(release_lock=_leaky_release)),
     Bug("tool-step-closes-debt-window", "a tool-calling model entry counts as a terminal "
         "response (R-DEBT-2)", "", _tool_closes_window),
     Bug("sweep-ignores-lock", "the sweep assesses agents whose lock is held (R-SCAN-6)", "",
@@ -195,14 +195,13 @@ BUGS: tuple[Bug, ...] = (
     Bug("budget-not-marked", "a budget exhaustion leaves no mark (R-TERM-4)", "",
         _skip_mark(MarkKind.BUDGET_EXHAUSTED.value)),
     Bug("delivery-never-committed", "a delivered entry is renamed but never committed "
-        "(R-TR-3)", "", _uncommitted_delivery),
+        "(R-TR-3)", "", _part(deliver_actor=_uncommitted_deliver)),
 )
 
 BY_NAME = {b.name: b for b in BUGS}
 
 PATCHED = frozenset({
-    "no-reply-debt", "reply-to-parent", "overwriting-deposit", "lock-leaked-at-release",
-    "tool-step-closes-debt-window", "sweep-ignores-lock", "writer-never-probes",
-    "stop-not-marked", "budget-not-marked", "delivery-never-committed",
+    "no-reply-debt", "overwriting-deposit", "tool-step-closes-debt-window",
+    "sweep-ignores-lock", "writer-never-probes",
 })
 """The bugs still applied by patching a name (see the module's docstring)."""

@@ -97,8 +97,8 @@ def test_a_seeded_build_is_the_reference_with_one_bug_in_every_process(tmp_path:
     from lernie_ref.actors.parts import PRODUCTION, installed_parts
 
     assert installed_parts() is PRODUCTION
-    patched = build("lock-leaked-at-release", tmp_path)
-    probe = "from lernie_ref.substrate.lock import ExecutorLock as L; print(L.release.__module__)"
+    patched = build("sweep-ignores-lock", tmp_path)
+    probe = "import lernie_ref.actors.sweep as s; print(s.try_acquire_present.__module__)"
     out = subprocess.run([sys.executable, "-c", probe], env=load(str(patched)).env(
         {}, {"PATH": "/usr/bin:/bin"}), capture_output=True, text=True, check=True).stdout
     assert out == "lernie_stateful.seeded_bugs\n"

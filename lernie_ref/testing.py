@@ -11,7 +11,7 @@
   after a chosen point (:meth:`Inline.crash_at`, :meth:`Inline.run_chain`);
   :func:`drive` is one such chain with a fresh runner;
 - :class:`HopParts` and :func:`parts_installed` are the seam for a hop with a replaced
-  collaborator (R-STEP-8): pass ``HopParts(...)`` in ``HopDeps(parts=...)``, or install
+  collaborator (R-STEP-10): pass ``HopParts(...)`` in ``HopDeps(parts=...)``, or install
   it for every hop this process builds (how a checker builds a deliberately broken
   ``lernie``, e.g. for a seeded bug, without touching the code);
 - :func:`poll` is the one polling helper: it waits, generously, for a condition another
@@ -54,7 +54,7 @@ HopParts = _parts.HopParts
 @contextlib.contextmanager
 def parts_installed(parts: HopParts) -> Iterator[HopParts]:
     """Every ``HopDeps`` built without explicit parts in this process, inside the block,
-    gets ``parts`` (R-STEP-8): the hops that the CLI (and so its detached drivers, when
+    gets ``parts`` (R-STEP-10): the hops that the CLI (and so its detached drivers, when
     they enter the same block at start-up) runs call the replaced collaborators."""
     _parts.install(parts)
     try:

@@ -155,7 +155,7 @@ def drain_actor(
     ``strays_recovered``: the caller ran the stray recovery (R-DRAIN-2) on the present
     worktree under this same lock and has committed everything it wrote since, so the
     drain does not ask git again (unless it re-creates the worktree). ``recover`` and
-    ``deliver`` are the hop's parts (R-STEP-8); they default to this module's functions.
+    ``deliver`` are the hop's parts (R-STEP-10); they default to this module's functions.
 
     Points: ``Point.DRAIN_LISTED``, ``Point.DRAIN_REMATERIALIZED``,
     ``Point.DRAIN_STRAY_COMMITTED``, then per deposit ``Point.DRAIN_RENAMED``,

@@ -65,7 +65,7 @@ def conclude_actor(
     parked obituary, so no wakeup it owes is left unmade (I-21). Raises only before the
     release (the caller then releases by ``LOCK_UN`` and runs no release rule). The
     stopped mark, the recipient, the release and its rule and the recipient probe go
-    through ``parts`` (R-STEP-8).
+    through ``parts`` (R-STEP-10).
 
     Points: ``Point.TERMINAL_STOPPED_MARKED``, ``Point.TERMINAL_RECIPIENT``; the result
     deposit's ``Point.DEPOSIT_LISTED``, ``Point.DEPOSIT_TEMP_WRITTEN``,

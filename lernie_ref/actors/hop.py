@@ -103,7 +103,7 @@ class HopDeps:
     env: Mapping[str, str] | None = None
     """The environment tool processes start from (``None``: this process's)."""
     parts: HopParts = field(default_factory=installed_parts)
-    """The collaborators the hop's actors call through (R-STEP-8; production's by default)."""
+    """The collaborators the hop's actors call through (R-STEP-10; production's by default)."""
 
 
 def _release_actor(

@@ -1,4 +1,4 @@
-"""The replaceable collaborators of a hop: one typed, frozen parts object (R-STEP-8).
+"""The replaceable collaborators of a hop: one typed, frozen parts object (R-STEP-10).
 
 A hop's actors call a handful of rule-bearing collaborators (stray recovery, delivery,
 the crashed tool window, the release of the lock, the post-release re-read and launch

@@ -77,7 +77,7 @@ def release_actor(
     ``Point.PROBE_RELEASED``, ``Point.PROBE_LAUNCHED``.
     Always: ``Point.RELEASE_RELEASED``.
 
-    ``unlock``, ``reread`` and ``owed`` are the hop's parts (R-STEP-8); they default to
+    ``unlock``, ``reread`` and ``owed`` are the hop's parts (R-STEP-10); they default to
     production's.
     """
     unlock(lock)

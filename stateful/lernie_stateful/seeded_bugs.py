@@ -2,7 +2,7 @@
 
 Each bug is a context manager that puts one plausible mistake into the real code
 for the duration of a run; nothing in ``lernie_ref`` knows about them. Where the
-mistake is in a collaborator a hop calls through its parts (R-STEP-8), the bug is a
+mistake is in a collaborator a hop calls through its parts (R-STEP-10), the bug is a
 ``HopParts`` with that one part replaced, installed through the test kit's seam
 (:func:`lernie_ref.testing.parts_installed`); the rest (:data:`PATCHED`) still patch
 the name the code calls through (monkeypatch style), because their collaborator is

@@ -84,7 +84,7 @@ def test_every_seeded_bug_is_listed_with_cases_that_exist() -> None:
 
 
 def test_a_seeded_build_is_the_reference_with_one_bug_in_every_process(tmp_path: Path) -> None:
-    """The build's interpreter runs the bug (through the hop's parts, R-STEP-8, or a
+    """The build's interpreter runs the bug (through the hop's parts, R-STEP-10, or a
     patched name); the kit's own does not."""
     adapter = load(str(build("no-release-rule", tmp_path)))
     env = adapter.env({}, {"PATH": "/usr/bin:/bin"})

@@ -1,4 +1,4 @@
-"""R-STEP-8: a hop calls its replaceable collaborators through the parts it is given.
+"""R-STEP-10: a hop calls its replaceable collaborators through the parts it is given.
 
 The parts are the seam the seeded bugs use; these tests show that a part given to a hop
 is the one its actors call, and that an installed default reaches only the hops built
@@ -21,7 +21,7 @@ from lernie_ref.testing import HopParts, Inline, parts_installed
 from tests.support.readers import entries
 
 
-def test_r_step_8_a_hop_delivers_through_the_part_it_is_given(ws: Workspace) -> None:
+def test_r_step_10_a_hop_delivers_through_the_part_it_is_given(ws: Workspace) -> None:
     root = cli_prompt(ws, "hello", "", RecordingLauncher())
     delivered: list[str] = []
 
@@ -36,7 +36,7 @@ def test_r_step_8_a_hop_delivers_through_the_part_it_is_given(ws: Workspace) -> 
     assert len(entries(ws, root)) >= 2  # the prompt delivered, the model answered
 
 
-def test_r_step_8_a_replaced_part_changes_what_the_hop_does(ws: Workspace) -> None:
+def test_r_step_10_a_replaced_part_changes_what_the_hop_does(ws: Workspace) -> None:
     """With stray recovery replaced by one that finds nothing, a stray stays uncommitted."""
     root = cli_prompt(ws, "hello", "", RecordingLauncher())
     Inline(ws).hop(root)
@@ -50,7 +50,7 @@ def test_r_step_8_a_replaced_part_changes_what_the_hop_does(ws: Workspace) -> No
     assert ws.git.run(ws.worktree(root), status).stdout.strip() == ""
 
 
-def test_r_step_8_installed_parts_reach_only_hops_built_while_installed(ws: Workspace) -> None:
+def test_r_step_10_installed_parts_reach_only_hops_built_while_installed(ws: Workspace) -> None:
     parts = HopParts(unanswered_tail=lambda _: [])
     with parts_installed(parts):
         assert Inline(ws).deps.parts is parts

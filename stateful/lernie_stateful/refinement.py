@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import errno
 import fcntl
 import json
@@ -71,6 +72,18 @@ from lernie_ref.substrate.config import Config
 from lernie_ref.substrate.launcher import RecordingLauncher
 from lernie_ref.substrate.workspace import Workspace, create_workspace
 from lernie_stateful.points import POINTS
+from lernie_stateful.worktools import (
+    BY_NAME as TOOL_CALLS,
+)
+from lernie_stateful.worktools import (
+    CALL_NAMES,
+    LOOK,
+    TOOL_CAP,
+    TOOL_TIMEOUT,
+    TOOLS,
+    Oracle,
+    ToolMismatch,
+)
 
 # ------------------------------------------------------------------ the world
 
@@ -208,23 +221,26 @@ class ChoiceModel:
     message to the agent that wrote to this one last (``last_writer``: a conversation
     goes back and forth, whoever the agents are); a message to a slot with no agent yet,
     an answer with nobody to answer, and a dispatch with no room in the world, become a
-    no-op tool call (the reply the real model gave)."""
+    no-op tool call (the reply the real model gave). A ``noop`` reply names a call of
+    the tool vocabulary (``worktools.CALLS``: real ``bash``, ``apply_patch``,
+    ``read_file`` and ``cd`` calls) or the no-op ``look``, a tool nobody offers."""
 
     model_id = "choice"
 
     def __init__(self) -> None:
-        self.queue: dict[int, list[tuple[str, int, str]]] = {}
+        self.queue: dict[int, list[tuple[str, int, str, str]]] = {}
         self.calls = 0
         self.slot_of: Callable[[str], int] = lambda agent_id: NOBODY
         self.id_of: Callable[[int], str | None] = lambda slot: None
         self.may_dispatch: Callable[[str], bool] = lambda agent_id: True
+        self.on_tool: Callable[[str, int, str], None] = lambda call, slot, name: None
 
     def call(self, request: ModelRequest, should_stop: Callable[[], bool]) -> ModelReply:
         self.calls += 1
         q = self.queue.get(self.slot_of(request.agent_id)) or []
         if not q:
             return ModelReply([text_block("done")])
-        kind, target, call = q.pop(0)
+        kind, target, call, tool = q.pop(0)
         if kind == "final":
             return ModelReply([text_block("done")])
         to = (self.id_of(target) if kind == "message"
@@ -233,7 +249,12 @@ class ChoiceModel:
             return ModelReply([tool_use_block(call, "message", {"agent": to, "content": "hi"})])
         if kind == "dispatch" and self.may_dispatch(request.agent_id):
             return ModelReply([tool_use_block(call, "dispatch", {"goal": "work"})])
-        return ModelReply([tool_use_block(call, "look", {})])
+        work = TOOL_CALLS.get(tool) if kind == "noop" else None
+        if work is not None:  # a real tool call of the vocabulary (``worktools``)
+            slot = self.slot_of(request.agent_id)
+            self.on_tool(call, slot, work.name)
+            return ModelReply([tool_use_block(call, work.tool, work.input(M.name(slot)))])
+        return ModelReply([tool_use_block(call, LOOK, {})])
 
 
 class Ticking(FixedClock):
@@ -351,6 +372,12 @@ def _loose_refs(git_dir: str, rel: str, refs: dict[str, str]) -> None:
 def tracked_paths(worktree: Path | str) -> set[str]:
     """The paths in a worktree's git index, parsed from the index file (format 2/3);
     what `git ls-files` lists, without running git."""
+    return set(index_blobs(worktree))
+
+
+def index_blobs(worktree: Path | str) -> dict[str, str]:
+    """The paths in a worktree's git index and their blob ids (`git ls-files -s`),
+    parsed from the index file (format 2/3) without running git."""
     dotgit = os.path.join(worktree, ".git")
     if os.path.isfile(dotgit):
         gitdir = _read(dotgit).decode("utf-8").split("gitdir:", 1)[1].strip()
@@ -359,22 +386,23 @@ def tracked_paths(worktree: Path | str) -> set[str]:
     try:
         data = _read(os.path.join(gitdir, "index"))
     except FileNotFoundError:
-        return set()
+        return {}
     if data[:4] != b"DIRC":
         raise Divergence(f"unreadable git index in {worktree}")
     version, count = struct.unpack(">II", data[4:12])
     if version not in (2, 3):
         raise Divergence(f"git index version {version} is not read by the abstraction")
-    out: set[str] = set()
+    out: dict[str, str] = {}
     pos = 12
     for _ in range(count):
         start = pos
+        blob = data[pos + 40:pos + 60].hex()
         flags = struct.unpack(">H", data[pos + 60:pos + 62])[0]
         pos += 62
         if version == 3 and flags & 0x4000:
             pos += 2
         end = data.index(b"\0", pos)
-        out.add(data[pos:end].decode("utf-8", "surrogateescape"))
+        out[data[pos:end].decode("utf-8", "surrogateescape")] = blob
         pos = end + 1
         pos += (-(pos - start)) % 8  # NUL padding to a multiple of eight
     return out
@@ -426,7 +454,10 @@ class World:
         self.clock = Ticking()
         self.launcher = RecordingLauncher()
         self.model = ChoiceModel()
-        self.config = Config(step_budget=STEP_BUDGET)
+        self.config = Config(step_budget=STEP_BUDGET, tools=TOOLS, tool_timeout=TOOL_TIMEOUT,
+                             tool_output_cap=TOOL_CAP)
+        self.oracle = Oracle(os.fspath(self.ws.root))
+        self.model.on_tool = self.oracle.issue
         self.ids: list[str | None] = [None] * len(SCOPE.parents)
         self.model.slot_of = self.index
         self.model.id_of = lambda slot: self.ids[slot]
@@ -662,6 +693,7 @@ class World:
         name = p.name
         self.trace.append(f"{act.key}:{act.kind}[{M.name(act.agent)}] {name} {p.detail}")
         what = f"{name} by actor {act.key} ({act.kind} of {M.name(act.agent)})"
+        self._tool_point(act, p, what)
         if name in UNCHECKED:
             return
         if _creation_point(act, name):
@@ -689,6 +721,30 @@ class World:
         for st, ids in self.models:
             cands += self._proc_paths(st, ids, act.key, fin | folded, fin | folded, stutter)
         self._check(cands, what, self.models)
+
+    def _tool_point(self, act: RealActor, p: Passed, what: str) -> None:
+        """The tool oracle's checks at a point (``worktools``): a call's files and
+        processes after it ran, its result entry, the files its commit holds, nothing
+        left running after a ``died`` settlement."""
+        aid = self.ids[act.agent] if act.kind == "driver" else None
+        if aid is None:
+            return
+        _, wt, msgs = self._dirs_of(aid)
+        tag = M.name(act.agent)
+        tool_entry = p.detail.endswith(f"-{TOOL_ORIGIN}.json")
+        try:
+            if p.name == Point.HOP_TOOL_RAN:
+                self.oracle.ran(p.detail, tag, aid, wt)
+            elif p.name == Point.TRANSCRIPT_RENAMED and tool_entry:
+                self.oracle.result(os.path.join(msgs, p.detail))
+            elif p.name == Point.TRANSCRIPT_COMMITTED and tool_entry:
+                self.oracle.committed(act.agent, tag, index_blobs(wt))
+            elif p.name == Point.HOP_SETTLED:
+                self.oracle.none_left(aid, "after a crashed tool window was settled")
+        except ToolMismatch as exc:
+            raise Divergence("\n".join([f"divergence at {what}: {exc}",
+                                         "implementation points so far:",
+                                         *(f"  {row}" for row in self.trace[-200:])])) from None
 
     def after_end(self, act: RealActor, error: BaseException | None) -> None:
         """The actor returned (or raised): its model process must be finished, or finish
@@ -749,6 +805,10 @@ class World:
         act.done = True
         del self.actors[act.key]
         self.graveyard.append(act)
+        aid = self.ids[act.agent]
+        if act.kind == "driver" and aid is not None:
+            mid_call = bool(act.points) and act.points[-1].name == Point.HOP_ASSISTANT_COMMITTED
+            self.oracle.crashed(act.agent, mid_call, aid, self._dirs_of(aid)[1])
         _bury(act.gen)
         self.trace.append(f"{act.key}:{act.kind}[{M.name(act.agent)}] CRASH")
         cands: list[tuple[State, tuple[int, ...]]] = []
@@ -886,10 +946,15 @@ class World:
                     break
                 w.step(act)
 
-    def script(self, a: int, kind: str, target: int = NOBODY) -> None:
-        """Queue the next reply the model adapter gives the agent in slot ``a``."""
+    def script(self, a: int, kind: str, target: int = NOBODY, tool: str = LOOK) -> None:
+        """Queue the next reply the model adapter gives the agent in slot ``a`` (``tool``:
+        for a ``noop``, the call of the tool vocabulary it makes)."""
         self.replies += 1
-        self.model.queue.setdefault(a, []).append((kind, target, f"t{self.replies}"))
+        self.model.queue.setdefault(a, []).append((kind, target, f"t{self.replies}", tool))
+
+    def close(self) -> None:
+        """Kill and reap what tool calls and the crashes in their middle left running."""
+        self.oracle.close()
 
     # -------------------------------------------------------------- liveness
 
@@ -1068,8 +1133,13 @@ class RefinementMachine(RuleBasedStateMachine):
                 if left:
                     raise Divergence("work the model says must be done is stranded: "
                                      + "; ".join(left))
+                try:
+                    self.world.oracle.none_left(None, "after the run")
+                except ToolMismatch as exc:
+                    raise Divergence(str(exc)) from None
                 self._aim()
         finally:
+            self.world.close()
             for act in list(self.world.actors.values()):
                 _bury(act.gen)
                 for fd in act.fds:
@@ -1120,7 +1190,7 @@ class RefinementMachine(RuleBasedStateMachine):
         opens with up to two dispatches, so most runs have children to talk to, and the
         run's step budget is drawn (``STEP_BUDGETS``)."""
         budget = data.draw(hst.sampled_from(STEP_BUDGETS), label="step budget")
-        self.world.config = Config(step_budget=budget)
+        self.world.config = dataclasses.replace(self.world.config, step_budget=budget)
         opening = data.draw(hst.integers(0, 2), label="dispatches opening P's script")
         for _ in range(opening):
             self.world.script(0, "dispatch")
@@ -1137,7 +1207,9 @@ class RefinementMachine(RuleBasedStateMachine):
             # another agent), so neither does the script
             target = (data.draw(hst.sampled_from([t for t in slots if t != a]), label="to")
                       if kind == "message" else NOBODY)
-            self.world.script(a, kind, target)
+            tool = (data.draw(hst.sampled_from(CALL_NAMES), label="tool") if kind == "noop"
+                    else LOOK)
+            self.world.script(a, kind, target, tool)
 
     @precondition(lambda self: bool(self.world.actors)
                   or self.world.started < len(self.world.launcher.launches))

@@ -19,10 +19,12 @@ import lernie_ref.actors.exit_protocol as exit_protocol
 import lernie_ref.actors.hop as hop
 import lernie_ref.actors.release as release
 import lernie_ref.actors.sweep as sweep_module
+import lernie_ref.actors.tools as tools
 import lernie_ref.actors.writer as writer
 import lernie_ref.core.debt as debt
 import lernie_ref.reply_debt as reply_debt
 import lernie_ref.substrate.guarded as guarded
+import lernie_ref.substrate.shell as shell_module
 import lernie_ref.substrate.transcript as transcript
 from lernie_ref.core.actor import Actor, Passed
 from lernie_ref.core.ids import parent_of
@@ -32,6 +34,7 @@ from lernie_ref.substrate.workspace import Workspace
 
 drain: Any = drain_module  # patched at the names the actors call through
 sweep: Any = sweep_module
+shell: Any = shell_module
 
 
 @contextlib.contextmanager
@@ -42,6 +45,16 @@ def _patched(target: object, name: str, value: object) -> Iterator[None]:
         yield
     finally:
         setattr(target, name, old)
+
+
+@contextlib.contextmanager
+def _patched_item(target: dict[str, Any], key: str, value: object) -> Iterator[None]:
+    old = target[key]
+    target[key] = value
+    try:
+        yield
+    finally:
+        target[key] = old
 
 
 class Bug(NamedTuple):
@@ -160,6 +173,56 @@ def _uncommitted_delivery() -> contextlib.AbstractContextManager[None]:
     return _patched(drain, "commit", commit)
 
 
+_OPERATION = ("*** Add File:", "*** Delete File:", "*** Update File:")
+
+
+def _patch_writes_as_it_goes() -> contextlib.AbstractContextManager[None]:
+    """``apply_patch`` applies (and writes) each operation of an envelope before it has
+    checked the next: an envelope that fails half way leaves its first half written."""
+    real = tools.TOOLS["apply_patch"]
+
+    def apply_patch(raw: object, ctx: Any) -> Any:
+        text = raw.get("input") if isinstance(raw, dict) else None
+        if not isinstance(text, str):
+            return real(raw, ctx)
+        sections: list[list[str]] = []
+        for line in text.splitlines():
+            if line.startswith(_OPERATION):
+                sections.append([line])
+            elif sections and not line.startswith("*** End Patch"):
+                sections[-1].append(line)
+        if len(sections) < 2:
+            return real(raw, ctx)
+        done = []
+        for section in sections:
+            one = "\n".join(["*** Begin Patch", *section, "*** End Patch"]) + "\n"
+            outcome = real({"input": one}, ctx)  # raises at the first failing operation
+            done.append(outcome.text)
+        return tools.ToolOutcome("\n".join(done), False)
+
+    return _patched_item(tools.TOOLS, "apply_patch", apply_patch)
+
+
+class _KillsTheShellOnly:
+    """``os`` as the shell module sees it, with ``killpg`` reaching the leader only."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(os, name)
+
+    @staticmethod
+    def killpg(pgid: int, sig: int) -> None:
+        os.kill(pgid, sig)
+
+
+@contextlib.contextmanager
+def _timeout_kills_the_shell() -> Iterator[None]:
+    """A ``bash`` call that ends kills the shell, not its process group or the processes
+    carrying its marks: a background job outlives the call."""
+    with _patched(shell, "os", _KillsTheShellOnly()), \
+            _patched(shell, "kill_marked", lambda *a, **k: []):
+        yield
+
+
 BUGS: tuple[Bug, ...] = (
     Bug("no-release-rule", "a release never completes a writer's launch (R-REL-1)",
         "bl-9c8f-no-release-rule", lambda: _patched(release, "owed_launch", lambda *a: False)),
@@ -194,6 +257,10 @@ BUGS: tuple[Bug, ...] = (
         _skip_mark(MarkKind.BUDGET_EXHAUSTED.value)),
     Bug("delivery-never-committed", "a delivered entry is renamed but never committed "
         "(R-TR-3)", "", _uncommitted_delivery),
+    Bug("patch-writes-before-checking", "apply_patch writes each operation before it has "
+        "checked the next (R-TOOL-5)", "", _patch_writes_as_it_goes),
+    Bug("bash-kills-the-shell-only", "a bash call's end kills the shell, not its group "
+        "(R-TOOL-4)", "", _timeout_kills_the_shell),
 )
 
 BY_NAME = {b.name: b for b in BUGS}

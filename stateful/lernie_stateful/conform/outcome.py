@@ -68,7 +68,7 @@ from lernie_stateful.conform.adapter import Adapter
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
-from lernie_stateful.refinement import (
+from lernie_stateful.refine_view import (
     DEPOSIT_NAME,
     ENTRY_NAME,
     FRONTMATTER,

@@ -386,6 +386,10 @@ class World(WorldView):
         what = f"end of actor {act.key}" + (f" ({type(error).__name__}: {error})" if error else "")
         self.trace.append(f"{act.key}:{act.kind}[{M.name(act.agent)}] END" +
                           (f" {type(error).__name__}" if error else ""))
+        aid = self.ids[act.agent]
+        if error is not None and act.kind == "driver" and aid is not None:
+            # an error exit leaves its tool window as a crash does (R-STEP-5, R-STEP-2)
+            self.oracle.crashed(act.agent, False, aid, self._dirs_of(aid)[1])
         cands: list[tuple[State, tuple[int, ...]]] = []
         for st, ids in self.models:
             if act.key not in ids:

@@ -62,12 +62,12 @@ from lernie_stateful.points import POINTS
 from lernie_stateful.refine_view import (
     SCOPE,
     AgentView,
-    Divergence,
     View,
     WorldView,
     index_blobs,
     read_refs,
 )
+from lernie_stateful.refine_view import Divergence as Divergence  # its face, for callers
 from lernie_stateful.worktools import (
     BY_NAME as TOOL_CALLS,
 )

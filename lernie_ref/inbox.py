@@ -18,6 +18,7 @@ from __future__ import annotations
 from lernie_ref.actors import writer
 from lernie_ref.actors.probe import ProbeOutcome, probe_actor, probe_and_launch
 from lernie_ref.actors.writer import resolve_cli_sender
+from lernie_ref.core import TYPE_CHECKING
 from lernie_ref.core.clock import SystemClock
 from lernie_ref.core.ids import parent_of
 from lernie_ref.core.names import CONV_BRANCH_ENV, INBOX_DIR, USER_SENDER
@@ -32,7 +33,6 @@ from lernie_ref.substrate.deposit import (
 )
 from lernie_ref.substrate.launcher import AdvanceLauncher, Launcher, RecordingLauncher
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path

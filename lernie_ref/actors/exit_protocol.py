@@ -30,12 +30,7 @@ from lernie_ref.actors.probe import probe_actor
 from lernie_ref.actors.release import notice, release_actor
 from lernie_ref.core.actor import Actor, Passed
 from lernie_ref.core.clock import Clock
-from lernie_ref.core.errors import (
-    DepositError,
-    GitOpError,
-    LernieError,
-    ResultDepositError,
-)
+from lernie_ref.core.errors import DepositError, GitOpError, LernieError
 from lernie_ref.core.vocab import Epitaph, MarkKind, Point
 from lernie_ref.substrate import transcript
 from lernie_ref.substrate.deposit import deposit_result_actor
@@ -95,7 +90,7 @@ def conclude_actor(
                 ws.root, to, agent_id, epitaph, sha, response, clock, ws.git
             )
         except DepositError as exc:
-            raise ResultDepositError(exc) from None
+            raise DepositError.result(exc) from None
     yield from release_actor(ws.root, agent_id, lock, seen, launcher)
     if epitaph is not Epitaph.FINAL_RESPONSE:
         return to

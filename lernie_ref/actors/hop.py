@@ -52,9 +52,7 @@ from lernie_ref.core.errors import (
     AdoptError,
     DepositError,
     GitOpError,
-    LeaseAdoptError,
     LernieError,
-    ResultDepositError,
     TranscriptError,
     UnpairedToolUse,
 )
@@ -98,7 +96,7 @@ class HopResult:
 
 @dataclass(frozen=True)
 class HopDeps:
-    """What a hop needs injected (DESIGN, "inject what varies")."""
+    """What a hop needs injected: the model, the launcher, the clock (R-STEP-6, R-LAUNCH-1)."""
 
     model: ModelAdapter
     launcher: Launcher
@@ -138,7 +136,7 @@ def hop_actor(
     try:
         lock = take_lease(env, ws.inbox_dir(agent_id))
     except AdoptError as exc:
-        raise LeaseAdoptError(agent_id, str(exc)) from None
+        raise AdoptError.lease(agent_id, str(exc)) from None
     if lock is None:
         yield Passed(Point.HOP_BUSY, agent_id)
         return HopResult(Outcome.ALREADY_DRIVEN)
@@ -265,7 +263,7 @@ def _send_lost_reply(ws: Workspace, agent_id: str, deps: HopDeps) -> Actor[bool]
             deps.clock, ws.git,
         )
     except DepositError as exc:
-        raise ResultDepositError(exc) from None
+        raise DepositError.result(exc) from None
     notice(
         f"{agent_id}: its final response never reached {lost.recipient}; "
         "deposited it before the drain (R-DRAIN-8)"

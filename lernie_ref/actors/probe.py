@@ -8,13 +8,13 @@ goes through here or the exit protocol's self-launch (funded launches, I-8).
 
 from __future__ import annotations
 
+from lernie_ref.core import TYPE_CHECKING
 from lernie_ref.core.actor import Passed, run
 from lernie_ref.core.errors import LaunchError, LockError, ProbeError
 from lernie_ref.core.names import Point
 from lernie_ref.substrate.deposit import inbox_dir
 from lernie_ref.substrate.lock import try_acquire
 
-TYPE_CHECKING = False  # enum, typing and pathlib stay off the message path (R-CLI-5)
 if TYPE_CHECKING:
     from typing import ClassVar
 

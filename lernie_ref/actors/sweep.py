@@ -44,6 +44,7 @@ from collections.abc import Callable
 
 from lernie_ref.actors.probe import ProbeOutcome, probe_actor
 from lernie_ref.actors.release import notice
+from lernie_ref.core import TYPE_CHECKING
 from lernie_ref.core.actor import Actor, Passed, run
 from lernie_ref.core.clock import Clock
 from lernie_ref.core.entry import Entry as _Entry
@@ -117,7 +118,6 @@ from lernie_ref.substrate.transcript import (
 )
 from lernie_ref.substrate.workspace import Workspace
 
-TYPE_CHECKING = False  # typing and pathlib stay off the scan path (R-CLI-5)
 if TYPE_CHECKING:
     from pathlib import Path
 

@@ -13,13 +13,13 @@ and the ones every run passes; ``tests/driver/test_points.py`` checks both on re
 from __future__ import annotations
 
 from lernie_ref.actors.probe import ProbeOutcome, writer_probe_actor
+from lernie_ref.core import TYPE_CHECKING
 from lernie_ref.core.actor import Passed, run
 from lernie_ref.core.errors import UsageError, WorkspaceError, debug_quote
 from lernie_ref.core.names import USER_SENDER, Point
 from lernie_ref.substrate.deposit import deposit_actor
 from lernie_ref.substrate.lock import try_acquire
 
-TYPE_CHECKING = False  # typing stays off the message path (R-CLI-5)
 if TYPE_CHECKING:
     from collections.abc import Callable
 

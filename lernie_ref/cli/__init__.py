@@ -4,8 +4,9 @@ Each verb lives in ``lernie_ref.cli.<verb>`` with ``configure(parser)`` and
 ``run(namespace) -> str | None``. Only the verb being run is imported, so
 ``lernie message`` pays for the message path alone (R-CLI-5). The edge turns a
 :class:`~lernie_ref.core.errors.LernieError` into one stderr line
-``lernie <verb>: <message>`` and exit 1 (a :class:`UsageError` exits 2); a
-returned string is the verb's one product and goes to stdout (R-CLI-1, R-CLI-2).
+``lernie <verb>: <message>`` and the exit status of its group (:data:`EXIT_STATUS`, the
+one table of them: a :class:`UsageError` exits 2); a returned string is the verb's one
+product and goes to stdout (R-CLI-1, R-CLI-2, R-CLI-9).
 
 ``lernie message <ws> <agent> <content>`` in its plain form (three positional
 arguments, none starting with ``-``) skips ``argparse``: :func:`_plain_message` hands
@@ -23,15 +24,45 @@ from __future__ import annotations
 import sys
 
 from lernie_ref import __version__
-from lernie_ref.core.errors import LernieError
+from lernie_ref.core import TYPE_CHECKING
+from lernie_ref.core.errors import (
+    AgentsDied,
+    ExternalFailure,
+    IntegrityError,
+    Interrupted,
+    InvalidInput,
+    LernieError,
+    NotFound,
+    UsageError,
+    WaitTimeout,
+)
 
-TYPE_CHECKING = False  # argparse and typing stay off the message path (R-CLI-5)
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable, Sequence
     from typing import TypeVar
 
     _A = TypeVar("_A")
+
+EXIT_STATUS: tuple[tuple[type[LernieError], int], ...] = (
+    (UsageError, 2),
+    (NotFound, 1),
+    (InvalidInput, 1),
+    (IntegrityError, 1),
+    (ExternalFailure, 1),
+    (WaitTimeout, 1),
+    (AgentsDied, 3),
+    (Interrupted, 130),
+    (LernieError, 1),
+)
+"""R-CLI-9: the status the command exits with for an error of each group (the first group
+the error belongs to); the one place an error becomes an exit status."""
+
+
+def exit_status(exc: LernieError) -> int:
+    """The exit status for ``exc`` (R-CLI-2, R-CLI-9)."""
+    return next(status for group, status in EXIT_STATUS if isinstance(exc, group))
+
 
 VERBS: dict[str, str] = {
     "new": "create a workspace",
@@ -163,15 +194,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         product = call()
     except LernieError as exc:
-        print(f"lernie {verb}: {exc}", file=sys.stderr)
-        return exc.exit_code
+        failure = exc
     except KeyboardInterrupt:  # Ctrl-C: one line and the shell's status for SIGINT, no traceback
-        print(f"lernie {verb}: interrupted", file=sys.stderr)
-        return 130
-    if product is not None:
-        sys.stdout.write(product + "\n")
-        sys.stdout.flush()
-    return 0
+        failure = Interrupted("interrupted")
+    else:
+        if product is not None:
+            sys.stdout.write(product + "\n")
+            sys.stdout.flush()
+        return 0
+    print(f"lernie {verb}: {failure}", file=sys.stderr)
+    return exit_status(failure)
 
 
 def _command() -> int:

@@ -25,9 +25,9 @@ import signal
 import sys
 from types import FrameType
 
-from lernie_ref.core.errors import ExecError, LernieError, io_text
+from lernie_ref.core import TYPE_CHECKING
+from lernie_ref.core.errors import ExecError, ExternalFailure, io_text
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from lernie_ref.substrate.config import Config
 
@@ -100,7 +100,7 @@ def run(ns: argparse.Namespace) -> str | None:
         result = run_actor(hop_actor(ws, agent, os.environ, deps))
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
-        raise LernieError(f"i/o writing conversation artifact: {where}{io_text(exc)}") from None
+        raise ExternalFailure(f"i/o writing conversation artifact: {where}{io_text(exc)}") from None
     if result.outcome is not Outcome.TOOLS_RAN or result.lock is None:
         return None
     lock = result.lock

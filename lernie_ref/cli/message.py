@@ -16,9 +16,9 @@ import os
 import sys
 
 from lernie_ref import inbox
+from lernie_ref.core import TYPE_CHECKING
 from lernie_ref.substrate.registry import Registry, path_text
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable

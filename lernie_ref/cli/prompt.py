@@ -17,10 +17,10 @@ from collections.abc import Callable
 from lernie_ref import inbox
 from lernie_ref.cli import content
 from lernie_ref.cli.content import INTERMIXED as INTERMIXED
+from lernie_ref.core import TYPE_CHECKING
 from lernie_ref.core.errors import AgentsDied, Interrupted, UsageError
 from lernie_ref.substrate.workspace import Workspace
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from lernie_ref.substrate.preflight import Spec
 

@@ -11,6 +11,7 @@ import os
 import sys
 
 from lernie_ref.actors.sweep import scan
+from lernie_ref.core import TYPE_CHECKING
 from lernie_ref.core.clock import SystemClock
 from lernie_ref.core.sweep import REVIVE_LIMIT
 from lernie_ref.operator.driverlog import last_log_line
@@ -18,7 +19,6 @@ from lernie_ref.substrate.launcher import AdvanceLauncher
 from lernie_ref.substrate.preflight import model_settings_in
 from lernie_ref.substrate.workspace import require_workspace
 
-TYPE_CHECKING = False  # argparse stays off the plain command line (R-CLI-5)
 if TYPE_CHECKING:
     import argparse
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from lernie_ref.core import TYPE_CHECKING
 from lernie_ref.operator.status import (
     advice,
     disk_advice,
@@ -14,7 +15,6 @@ from lernie_ref.operator.status import (
 )
 from lernie_ref.substrate.workspace import require_workspace
 
-TYPE_CHECKING = False  # argparse stays off the plain command line (R-CLI-5)
 if TYPE_CHECKING:
     import argparse
 

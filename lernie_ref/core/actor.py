@@ -1,4 +1,4 @@
-"""Actors with explicit protocol points (DESIGN: "actors with explicit atomic points").
+"""Actors with explicit protocol points, one atomic step between two points (SPEC §19).
 
 A protocol actor — a writer verb, a driver hop, a terminal tail, a scan — is a
 generator that yields a :class:`Passed` right after each step another process
@@ -11,7 +11,8 @@ one code path: the scheduler only decides *when* the next step runs, never *what
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # ``typing`` stays off the message path (R-CLI-5)
+from lernie_ref.core import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from collections.abc import Generator
     from typing import TypeAlias, TypeVar

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import time
 
-TYPE_CHECKING = False  # ``typing`` stays off the message path (R-CLI-5)
-if TYPE_CHECKING:
-    from typing import Protocol
-else:
-    Protocol = object
+from lernie_ref.core import Protocol
 
 
 class Clock(Protocol):

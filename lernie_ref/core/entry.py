@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
+from lernie_ref.core import TYPE_CHECKING
 from lernie_ref.core.errors import EntryError, LernieError, TranscriptError
 from lernie_ref.core.vocab import MESSAGES_DIR, TOOL_ORIGIN, Role
 
-TYPE_CHECKING = False  # typing, dataclasses and json stay off the scan and status paths
 if TYPE_CHECKING:
     from typing import Generic, TypeVar
 

@@ -1,16 +1,34 @@
-"""Typed exceptions of the library and the Display texts upstream prints.
+"""Every exception of the library, grouped by what the caller can do about it (R-CLI-9).
 
-Every exception class of the library is defined here, once. Each is a :class:`LernieError`
-with an ``exit_code`` (1, or 2 for usage) the CLI exits with; its ``str()`` is the
-exact message the CLI edge prints after ``lernie <verb>: `` (R-CLI-2). Texts are
-upstream's where upstream is exact (spec/SPEC.md, "Exact strings").
+Each is a :class:`LernieError`; its ``str()`` is the exact message the CLI edge prints
+after ``lernie <verb>: `` (R-CLI-2), upstream's text where upstream is exact (R-CLI-3).
+The groups, each a base class the CLI edge maps to its exit status in one table
+(``lernie_ref.cli.EXIT_STATUS``):
+
+- :class:`UsageError` (2): fix the command line;
+- :class:`NotFound` (1): address a workspace or agent that is there;
+- :class:`InvalidInput` (1): change a value that was refused (id, configuration, content);
+- :class:`IntegrityError` (1): look at what the workspace holds; nothing was changed;
+- :class:`ExternalFailure` (1): git, the OS, a process or the model failed; try again;
+- :class:`WaitTimeout` (1), :class:`AgentsDied` (3), :class:`Interrupted` (130): how a
+  wait ended;
+- :class:`ToolError`: a work tool's failure, which the model sees as the call's result
+  and no verb exits with.
+
+A text that belongs to one class is made beside it (its constructor or a classmethod);
+the renderings several classes share (Rust's ``{:?}`` and ``io::Error`` Display) come
+first.
 """
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # no collections.abc on the message path (R-CLI-5)
+from lernie_ref.core import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+
+# --------------------------------------------------------------- shared renderings
 
 
 def debug_quote(s: str) -> str:
@@ -46,13 +64,24 @@ def debug_list(items: Sequence[str]) -> str:
     return "[" + ", ".join(debug_quote(i) for i in items) + "]"
 
 
+def io_text(err: OSError) -> str:
+    """Render an OS error as Rust's ``io::Error`` Display: ``Permission denied (os error 13)``.
+
+    Errors without an errno or text (rare: raised by Python itself) fall back to ``str(err)``.
+    """
+    if err.errno is None or not err.strerror:
+        return str(err)
+    return f"{err.strerror} (os error {err.errno})"
+
+
+# --------------------------------------------------------------- the base and the groups
+
+
 class LernieError(Exception):
     """Base of every error the library raises; ``str(e)`` is the user-facing text.
 
-    ``exit_code`` is the status the CLI exits with (R-CLI-2): 1, or 2 for a usage error.
+    The CLI exits 1 with it unless its group says otherwise (R-CLI-9).
     """
-
-    exit_code: int = 1
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -63,40 +92,52 @@ class LernieError(Exception):
 
 
 class UsageError(LernieError):
-    """Bad command-line usage that argparse cannot see; the CLI exits 2."""
-
-    exit_code = 2
-
-
-class NotAnAgentId(LernieError):
-    """R-ID-3: the id guard declined an id."""
-
-    def __init__(self, agent_id: str) -> None:
-        super().__init__(
-            f"agent id {debug_quote(agent_id)} is not a single path component — an agent "
-            "id is its branch name, the hyphenated descent `<a>-<b>-…` (R-ID-3); pass "
-            "the id exactly as `lernie prompt` / `lernie dispatch` printed it"
-        )
-        self.agent_id = agent_id
+    """Bad command-line usage that argparse cannot see (text that is not UTF-8, an option
+    without the one it needs); the CLI exits 2 and nothing was written."""
 
 
-class NotASender(LernieError):
-    """R-ID-7: a sender whose deposit no reader could take (D-18)."""
-
-    def __init__(self, sender: str) -> None:
-        super().__init__(
-            f"sender {debug_quote(sender)} cannot sign a deposit — a sender that starts with "
-            "`.` is never read as pending mail, and one with a line break would forge "
-            "frontmatter lines; set LERNIE_CONV_BRANCH to an agent id"
-        )
-        self.sender = sender
+class NotFound(LernieError):
+    """What the command addresses is not there: no workspace at the path (or one of the
+    retired layout), no agent with that id or name, or a name several agents wear.
+    Nothing was written; address what ``lernie status`` shows."""
 
 
-class LayoutError(LernieError):
-    """R-WS-2: the path is not a workspace (or uses the retired layout)."""
+class InvalidInput(LernieError):
+    """A value the caller gave is refused as it stands: an id or a sender, the
+    configuration (``lernie.toml`` or a ``LERNIE_*`` setting), the content, a new
+    workspace's path, a model row, a stop sent from the caller's own process group.
+    Nothing was written; change the value."""
 
 
-class NotAWorkspace(LayoutError):
+class IntegrityError(LernieError):
+    """What the workspace holds cannot be read as the protocol writes it: a transcript or
+    a deposit that cannot be read as text or entry JSON, a tool call without its result, a
+    link or a non-file where the protocol reads or writes. Nothing was changed and nothing
+    is lost; the named file needs a look."""
+
+
+class ExternalFailure(LernieError):
+    """Something the protocol relies on failed: git, the operating system, a lock, a
+    launch, a child process, the model. What was committed stays consistent (R-STEP-5);
+    trying again (or ``lernie scan``) may succeed."""
+
+    @classmethod
+    def os_error(cls, what: str, err: OSError) -> ExternalFailure:
+        """``<what>: <io>`` (``scan /proc: …``, ``walk inbox directory: …``)."""
+        return cls(f"{what}: {io_text(err)}")
+
+
+class ToolError(LernieError):
+    """A work tool's call failed (R-TOOL-*): its result is an ``is_error`` one-liner the
+    model reads; no verb exits with it."""
+
+
+# --------------------------------------------------------------- not found (R-WS-2, R-ID-4/6)
+
+
+class NotAWorkspace(NotFound):
+    """R-WS-2: the path is not a workspace."""
+
     def __init__(self, path: str) -> None:
         super().__init__(
             f"{path} is not a workspace (no repo.git) — create one with `lernie new` (R-WS-2)"
@@ -104,7 +145,9 @@ class NotAWorkspace(LayoutError):
         self.path = path
 
 
-class OldLayout(LayoutError):
+class OldLayout(NotFound):
+    """R-WS-2: the path is a workspace of the retired per-conversation layout."""
+
     def __init__(self, path: str) -> None:
         super().__init__(
             f"{path} uses the retired per-conversation layout (a `root/` primary worktree with "
@@ -116,7 +159,7 @@ class OldLayout(LayoutError):
         self.path = path
 
 
-class UnknownAgent(LernieError):
+class UnknownAgent(NotFound):
     """R-ID-4: the existence guard found no ``refs/heads/agents/<id>``."""
 
     def __init__(self, agent_id: str, reason: str) -> None:
@@ -129,7 +172,7 @@ class UnknownAgent(LernieError):
         self.reason = reason
 
 
-class AmbiguousName(LernieError):
+class AmbiguousName(NotFound):
     """R-ID-6: a name worn by two or more living agents."""
 
     def __init__(self, name: str, candidates: Sequence[str]) -> None:
@@ -142,16 +185,109 @@ class AmbiguousName(LernieError):
         self.candidates = tuple(sorted(candidates))
 
 
-def fold_lines(text: str) -> str:
-    """Fold git's stderr into one line (R-WS-6, R-STEP-5: every error is one line).
+# --------------------------------------------------------------- invalid input
 
-    When some lines are git's own diagnostics (``fatal:``, ``error:``) only those are
-    kept, so the paragraph of advice git prints after a lock failure does not bury
-    them; otherwise every non-blank line. Lines are trimmed and joined by a space.
-    """
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    marked = [line for line in lines if line.startswith(("fatal:", "error:"))]
-    return " ".join(marked or lines)
+
+class NotAnAgentId(InvalidInput):
+    """R-ID-3: the id guard declined an id."""
+
+    def __init__(self, agent_id: str) -> None:
+        super().__init__(
+            f"agent id {debug_quote(agent_id)} is not a single path component — an agent "
+            "id is its branch name, the hyphenated descent `<a>-<b>-…` (R-ID-3); pass "
+            "the id exactly as `lernie prompt` / `lernie dispatch` printed it"
+        )
+        self.agent_id = agent_id
+
+
+class NotASender(InvalidInput):
+    """R-ID-7: a sender whose deposit no reader could take (D-18)."""
+
+    def __init__(self, sender: str) -> None:
+        super().__init__(
+            f"sender {debug_quote(sender)} cannot sign a deposit — a sender that starts with "
+            "`.` is never read as pending mail, and one with a line break would forge "
+            "frontmatter lines; set LERNIE_CONV_BRANCH to an agent id"
+        )
+        self.sender = sender
+
+
+class ConfigError(InvalidInput):
+    """The workspace configuration (``lernie.toml`` or a ``LERNIE_*`` override) is invalid,
+    or a driver could not run with it (R-CLI-8)."""
+
+    @classmethod
+    def unknown_model(cls, name: str, where: str = "") -> ConfigError:
+        """A model name other than the four (R-STEP-6), after ``<where>: `` when given."""
+        text = f"unknown model {name!r}: the models are scripted, command, anthropic and openai"
+        return cls(f"{where}: {text}" if where else text)
+
+
+class ContentError(InvalidInput):
+    """R-CLI-7: message content from standard input or ``--file`` could not be read."""
+
+
+class WorkspaceError(InvalidInput):
+    """``lernie new`` / agent creation refused (path taken, bad name, id collision)."""
+
+
+class ReservedModelId(InvalidInput):
+    """A model adapter named ``tool`` would write entries that read as tool results."""
+
+    def __init__(self, model_id: str) -> None:
+        super().__init__(
+            f"model id {debug_quote(model_id)} collides with the reserved transcript origin "
+            "token `tool` (R-TR-1); rename the model row"
+        )
+
+
+class SelfGroup(InvalidInput):
+    """R-STOP-4: a holder lives in the caller's own process group; nothing was signalled."""
+
+    def __init__(self, pgid: int) -> None:
+        super().__init__(
+            f"refusing to signal process group {pgid}: it is this process's own group, so the "
+            "SIGTERM would fell whatever launched `lernie stop` — an operator's shell job, or a "
+            "test runner — rather than an executor (R-STOP-4). Discovery resolved a pgid that "
+            "no detached executor can legitimately own; nothing was signalled."
+        )
+        self.pgid = pgid
+
+
+# --------------------------------------------------------------- integrity
+
+
+class EntryError(IntegrityError):
+    """R-TR-4: a transcript entry's bytes are not entry JSON."""
+
+
+class TranscriptError(IntegrityError):
+    """R-DEBT-1: the transcript could not be read; never read as "owes nothing"."""
+
+
+class DrainError(IntegrityError):
+    """A deposit could not be read or moved; it stays in the inbox (nothing is lost)."""
+
+
+class ContainmentError(IntegrityError):
+    """R-WS-7: a path the protocol writes would go through a symlink or a non-directory
+    below the workspace root (or a non-file where a file belongs); nothing was written."""
+
+
+class UnpairedToolUse(IntegrityError):
+    """R-STEP-3: a ``tool_use`` id without a ``tool_result``: declined, never replayed."""
+
+    def __init__(self, agent_id: str) -> None:
+        super().__init__(
+            f"branch {agent_id} tip is an assistant entry with tool_use unmatched by committed "
+            "tool results — a mid-step crash after the assistant entry landed; tool side effects "
+            "are not replayable, so this is declined (R-STEP-3). Nothing can drive this "
+            "agent on; start a new one with `lernie prompt` (or `lernie dispatch`) and give it "
+            "what `lernie log` shows."
+        )
+
+
+# --------------------------------------------------------------- external failures
 
 
 # Linux signal numbers and names, as Rust's ExitStatus prints them (kept here as data so the
@@ -191,16 +327,7 @@ _SIGNAL_NAMES = {
 }
 
 
-def exit_status_text(returncode: int) -> str:
-    """Rust's ``ExitStatus`` Display: ``exit status: N``, or ``signal: N (SIGNAME)`` for a
-    process killed by a signal (``subprocess`` reports those as ``-N``)."""
-    if returncode >= 0:
-        return f"exit status: {returncode}"
-    name = _SIGNAL_NAMES.get(-returncode)
-    return f"signal: {-returncode} ({name})" if name else f"signal: {-returncode}"
-
-
-class GitError(LernieError):
+class GitError(ExternalFailure):
     """A git command failed (R-WS-6): ``git [args] exited with exit status: N: <stderr>``.
 
     git's stderr is folded into the one line (R-WS-6); a git killed by a signal reads
@@ -208,8 +335,8 @@ class GitError(LernieError):
     """
 
     def __init__(self, args: Sequence[str], returncode: int, stderr: str, note: str = "") -> None:
-        detail = fold_lines(stderr)
-        text = f"git {debug_list(list(args))} exited with {exit_status_text(returncode)}"
+        detail = GitError.fold_lines(stderr)
+        text = f"git {debug_list(list(args))} exited with {GitError.status_text(returncode)}"
         if detail:
             text += f": {detail}"
         if note:
@@ -219,8 +346,29 @@ class GitError(LernieError):
         self.returncode = returncode
         self.stderr = stderr
 
+    @staticmethod
+    def fold_lines(text: str) -> str:
+        """Fold git's stderr into one line (R-WS-6, R-STEP-5: every error is one line).
 
-class GitOpError(LernieError):
+        When some lines are git's own diagnostics (``fatal:``, ``error:``) only those are
+        kept, so the paragraph of advice git prints after a lock failure does not bury
+        them; otherwise every non-blank line. Lines are trimmed and joined by a space.
+        """
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        marked = [line for line in lines if line.startswith(("fatal:", "error:"))]
+        return " ".join(marked or lines)
+
+    @staticmethod
+    def status_text(returncode: int) -> str:
+        """Rust's ``ExitStatus`` Display: ``exit status: N``, or ``signal: N (SIGNAME)`` for a
+        process killed by a signal (``subprocess`` reports those as ``-N``)."""
+        if returncode >= 0:
+            return f"exit status: {returncode}"
+        name = _SIGNAL_NAMES.get(-returncode)
+        return f"signal: {-returncode} ({name})" if name else f"signal: {-returncode}"
+
+
+class GitOpError(ExternalFailure):
     """A git failure labelled with the protocol operation it served: ``git {op}: {source}``."""
 
     def __init__(self, op: str, source: Exception) -> None:
@@ -229,25 +377,12 @@ class GitOpError(LernieError):
         self.source = source
 
 
-def io_text(err: OSError) -> str:
-    """Render an OS error as Rust's ``io::Error`` Display: ``Permission denied (os error 13)``.
-
-    Errors without an errno or text (rare: raised by Python itself) fall back to ``str(err)``.
-    """
-    if err.errno is None or not err.strerror:
-        return str(err)
-    return f"{err.strerror} (os error {err.errno})"
+class StaleLockError(ExternalFailure):
+    """R-WS-8: a git lock file the holder owns is still in use by a live git after the
+    bounded wait, or could not be removed."""
 
 
-class EntryError(LernieError):
-    """R-TR-4: a transcript entry's bytes are not entry JSON."""
-
-
-class ConfigError(LernieError):
-    """The workspace configuration (``lernie.toml`` or a ``LERNIE_*`` override) is invalid."""
-
-
-class LockError(LernieError):
+class LockError(ExternalFailure):
     """R-LOCK-1: try-acquire failed with an error other than ``EWOULDBLOCK``.
 
     ``detail`` is the Rust-style io text; ``str()`` is the text ``lernie advance`` prints.
@@ -259,11 +394,24 @@ class LockError(LernieError):
         self.detail = detail
 
 
-class AdoptError(LernieError):
+class AdoptError(ExternalFailure):
     """R-LOCK-4: ``LERNIE_LOCK_FD`` could not be adopted; ``str()`` is the variant text."""
 
+    @classmethod
+    def lease(cls, agent_id: str, detail: str) -> AdoptError:
+        """The hop's text: a baton that cannot be adopted declines the hop (never a fresh
+        acquire)."""
+        return cls(
+            f"adopt LERNIE_LOCK_FD lease for {agent_id}: {detail} — a bad fd means a defective "
+            "launcher; declined, never silently reacquired (R-LOCK-4)"
+        )
 
-class DepositError(LernieError):
+
+class ExecError(ExternalFailure):
+    """R-LOCK-3: the successor could not be exec'd; the lease is released, exit 1."""
+
+
+class DepositError(ExternalFailure):
     """R-DEP: ``inbox i/o at {path}: {io}`` or ``mark refs/lernie/returned/{child}: {source}``."""
 
     @classmethod
@@ -274,8 +422,14 @@ class DepositError(LernieError):
     def mark(cls, child: str, source: object) -> DepositError:
         return cls(f"mark refs/lernie/returned/{child}: {source}")
 
+    @classmethod
+    def result(cls, source: DepositError) -> DepositError:
+        """A result deposit failed under the lease; upstream labels every executor deposit
+        error ``deposit initial user message: …``, and so does this text (R-STEP-5)."""
+        return cls(f"deposit initial user message: {source}")
 
-class LaunchError(LernieError):
+
+class LaunchError(ExternalFailure):
     """R-LAUNCH-2: a launcher could not start the driver; ``str()`` is the io text."""
 
     def __init__(self, detail: str) -> None:
@@ -283,7 +437,7 @@ class LaunchError(LernieError):
         self.detail = detail
 
 
-class ProbeError(LernieError):
+class ProbeError(ExternalFailure):
     """R-PROBE-4: the probe or the launch after it failed: ``probe executor lock: {io}``."""
 
     def __init__(self, detail: str) -> None:
@@ -291,96 +445,19 @@ class ProbeError(LernieError):
         self.detail = detail
 
 
-class TranscriptError(LernieError):
-    """R-DEBT-1: the transcript could not be read; never read as "owes nothing"."""
-
-
-class ContentError(LernieError):
-    """R-CLI-7: message content from standard input or ``--file`` could not be read."""
-
-
-class ContainmentError(LernieError):
-    """R-WS-7: a path the protocol writes would go through a symlink or a non-directory
-    below the workspace root (or a non-file where a file belongs); nothing was written."""
-
-
-class WorkspaceError(LernieError):
-    """``lernie new`` / agent creation refused (path taken, bad name, id collision)."""
-
-
-# --------------------------------------------------------------- raised by substrate.transcript
-
-
-class ReservedModelId(LernieError):
-    """A model adapter named ``tool`` would write entries that read as tool results."""
-
-    def __init__(self, model_id: str) -> None:
-        super().__init__(
-            f"model id {debug_quote(model_id)} collides with the reserved transcript origin "
-            "token `tool` (R-TR-1); rename the model row"
-        )
-
-
-# --------------------------------------------------------------- raised by actors.drain
-
-
-class DrainError(LernieError):
-    """A deposit could not be read or moved; it stays in the inbox (nothing is lost)."""
-
-
-# --------------------------------------------------------------- raised by actors.hop
-
-
-class UnpairedToolUse(LernieError):
-    """R-STEP-3: a ``tool_use`` id without a ``tool_result``: declined, never replayed."""
-
-    def __init__(self, agent_id: str) -> None:
-        super().__init__(
-            f"branch {agent_id} tip is an assistant entry with tool_use unmatched by committed "
-            "tool results — a mid-step crash after the assistant entry landed; tool side effects "
-            "are not replayable, so this is declined (R-STEP-3). Nothing can drive this "
-            "agent on; start a new one with `lernie prompt` (or `lernie dispatch`) and give it "
-            "what `lernie log` shows."
-        )
-
-
-class LeaseAdoptError(LernieError):
-    """R-LOCK-4: a baton that cannot be adopted declines the hop (never a fresh acquire)."""
-
-    def __init__(self, agent_id: str, detail: str) -> None:
-        super().__init__(
-            f"adopt LERNIE_LOCK_FD lease for {agent_id}: {detail} — a bad fd means a defective "
-            "launcher; declined, never silently reacquired (R-LOCK-4)"
-        )
-
-
-# --------------------------------------------------------------- raised by actors.exit_protocol
-
-
-class ResultDepositError(LernieError):
-    """A result deposit failed under the lease; upstream labels every executor deposit error
-    ``deposit initial user message: …`` (facts §15), and so does this text."""
-
-    def __init__(self, source: DepositError) -> None:
-        super().__init__(f"deposit initial user message: {source}")
-
-
-# --------------------------------------------------------------- raised by actors.sweep
-
-
-class ScanError(LernieError):
+class ScanError(ExternalFailure):
     """A scan pass aborted; effects already made (deposits, launches) stay (R-SCAN-7)."""
 
 
-# --------------------------------------------------------------- raised by actors.tools
+class ModelError(ExternalFailure):
+    """The model call failed; the hop exits 1 with this one line and commits nothing."""
 
 
-class ToolInputError(LernieError):
+# --------------------------------------------------------------- work tools (never a verb's exit)
+
+
+class ToolInputError(ToolError):
     """The model's tool input does not match the tool's schema."""
-
-
-class ToolError(LernieError):
-    """A work tool's call failed (R-TOOL-*): its result is an ``is_error`` one-liner."""
 
 
 class PatchError(ToolError):
@@ -391,64 +468,24 @@ class ToolPathError(ToolError):
     """R-TOOL-2: a path a file tool may not reach (absolute, ``..``, a link, ``.git``)."""
 
 
-# --------------------------------------------------------------- raised by adapters.__init__
-
-
-class ModelError(LernieError):
-    """The model call failed; the hop exits 1 with this one line and commits nothing."""
-
-
-# --------------------------------------------------------------- raised by operator.stop
-
-
-class StopError(LernieError):
-    """An error of ``lernie stop``; ``str()`` is upstream's text where upstream has one."""
-
-
-class SelfGroup(StopError):
-    """R-STOP-4: a holder lives in the caller's own process group; nothing was signalled."""
-
-    def __init__(self, pgid: int) -> None:
-        super().__init__(
-            f"refusing to signal process group {pgid}: it is this process's own group, so the "
-            "SIGTERM would fell whatever launched `lernie stop` — an operator's shell job, or a "
-            "test runner — rather than an executor (R-STOP-4). Discovery resolved a pgid that "
-            "no detached executor can legitimately own; nothing was signalled."
-        )
-        self.pgid = pgid
-
-
-class ProcError(StopError):
-    def __init__(self, err: OSError) -> None:
-        super().__init__(f"scan /proc: {io_text(err)}")
-
-
-class InboxWalkError(StopError):
-    def __init__(self, err: OSError) -> None:
-        super().__init__(f"walk inbox directory: {io_text(err)}")
-
-
-# --------------------------------------------------------------- raised by operator.wait
+# --------------------------------------------------------------- how a wait ended (R-LOG-2)
 
 
 class WaitTimeout(LernieError):
-    """The tree did not settle in time; the text names what is still going on."""
+    """The tree did not settle in time; the text names what is still going on (exit 1)."""
 
 
 class AgentsDied(LernieError):
     """R-LOG-2: the tree settled, but some of its agents died or gave up; the CLI exits 3."""
 
-    exit_code = 3
-
 
 class Interrupted(LernieError):
     """Ctrl-C (SIGINT) ended the verb; the CLI exits 130, as a shell reports SIGINT."""
 
-    exit_code = 130
+
+# --------------------------------------------------------------- not the caller's: a bug
 
 
-# --------------------------------------------------------------- raised by cli.advance
-
-
-class ExecError(LernieError):
-    """R-LOCK-3: the successor could not be exec'd; the lease is released, exit 1."""
+class FrozenRecordError(AttributeError):
+    """Assignment to a field of a frozen record (``lernie_ref.core.record``), as
+    ``dataclasses.FrozenInstanceError``: a programming error, never a verb's."""

@@ -9,7 +9,8 @@ either module. Only names live here, never a decision.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False
+from lernie_ref.core import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from typing import Final
 

@@ -16,12 +16,14 @@ itself, and each class here behaves as that would for the subset used:
 
 from __future__ import annotations
 
-TYPE_CHECKING = False
+from lernie_ref.core import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from dataclasses import asdict as as_dict
     from dataclasses import dataclass as record
     from dataclasses import field
 else:
+    from lernie_ref.core.errors import FrozenRecordError
 
     class _Factory:
         __slots__ = ("make",)
@@ -32,9 +34,6 @@ else:
     def field(*, default_factory):
         """A default made afresh for each instance."""
         return _Factory(default_factory)
-
-    class FrozenRecordError(AttributeError):
-        """Assignment to a field of a frozen record."""
 
     def _frozen_setattr(self, name, value):
         raise FrozenRecordError(f"cannot assign to field {name!r}")

@@ -4,7 +4,7 @@ the model) must spell the same way, defined once.
 Only names live here — directories, reserved origins and senders, mark kinds, ref
 prefixes, epitaphs and protocol point names — never a decision. The model may import this
 module (it imports only :mod:`lernie_ref.core.names` and has no side effects); it must not
-import the implementation's decision functions (DESIGN: one vocabulary, two implementations).
+import the implementation's decision functions (SPEC §19: one vocabulary, two implementations).
 The plain string names and the protocol points are defined in :mod:`lernie_ref.core.names`
 (importable without ``enum``/``typing``, for the ``lernie message`` path) and re-exported here.
 """
@@ -15,6 +15,7 @@ from enum import StrEnum
 
 from lernie_spec import vocab as _spelling
 
+from lernie_ref.core import TYPE_CHECKING
 from lernie_ref.core.names import (
     AGENT_REF_PREFIX as AGENT_REF_PREFIX,
 )
@@ -70,7 +71,6 @@ from lernie_ref.core.names import (
     Point as Point,
 )
 
-TYPE_CHECKING = False  # typing stays off the scan and status paths (R-CLI-5)
 if TYPE_CHECKING:
     from typing import Literal
 

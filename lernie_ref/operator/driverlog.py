@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import os
 
-TYPE_CHECKING = False
+from lernie_ref.core import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from lernie_ref.substrate.workspace import Workspace
 

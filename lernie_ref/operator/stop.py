@@ -39,11 +39,7 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from lernie_ref.core.errors import (
-    InboxWalkError,
-    ProcError,
-    SelfGroup,
-)
+from lernie_ref.core.errors import ExternalFailure, SelfGroup
 from lernie_ref.core.ids import parent_of
 from lernie_ref.core.record import field, record
 
@@ -257,14 +253,14 @@ def discover(inboxes: dict[str, Path]) -> list[Holder]:
         except FileNotFoundError:
             continue
         except OSError as exc:
-            raise InboxWalkError(exc) from None
+            raise ExternalFailure.os_error("walk inbox directory", exc) from None
         targets[os.path.realpath(path)] = (agent, st)
     if not targets:
         return []
     try:
         pids = [p for p in os.listdir(PROC) if p.isdigit()]
     except OSError as exc:
-        raise ProcError(exc) from None
+        raise ExternalFailure.os_error("scan /proc", exc) from None
     seen: dict[str, list[tuple[int, int]]] = {}
     for pid in pids:
         for agent, lock_pid in _holding_fds(pid, targets):
@@ -323,7 +319,7 @@ def subtree_inboxes(ws_root: Path, agent: str) -> dict[str, Path]:
     except FileNotFoundError:
         return {}
     except OSError as exc:
-        raise InboxWalkError(exc) from None
+        raise ExternalFailure.os_error("walk inbox directory", exc) from None
     for name in names:
         if name != agent and is_descendant_or_self(name, agent):
             out[name] = inbox_root / name

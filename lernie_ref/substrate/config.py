@@ -19,7 +19,7 @@ from lernie_ref.core.errors import ConfigError, ContainmentError
 from lernie_ref.core.tooldefs import ALL_TOOLS, DEFAULT_TOOLS
 from lernie_ref.substrate import guarded
 from lernie_ref.substrate.preflight import DEFAULT_TEXT as DEFAULT_TEXT
-from lernie_ref.substrate.preflight import MODELS, unknown_model
+from lernie_ref.substrate.preflight import MODELS
 
 CONFIG_FILE = "lernie.toml"
 ENV_PREFIX = "LERNIE_"
@@ -272,7 +272,7 @@ def load(ws: Path, env: Mapping[str, str]) -> Config:
     model = values.get("model", fields["model"])
     if model not in MODELS:
         where = "LERNIE_MODEL" if env.get("LERNIE_MODEL") else str(path)
-        raise ConfigError(f"{where}: {unknown_model(str(model))}")
+        raise ConfigError.unknown_model(str(model), where)
     for provider in PROVIDERS:
         values[provider] = _provider(provider, table.get(provider, {}), env, path)
     return Config(**values)  # type: ignore[arg-type]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import codecs  # loaded at interpreter start-up anyway (the text encodings use it)
 import os
 
+from lernie_ref.core import TYPE_CHECKING, Protocol
 from lernie_ref.core.actor import Passed, run
 from lernie_ref.core.clock import iso_stamp
 from lernie_ref.core.errors import (
@@ -41,10 +42,9 @@ from lernie_ref.core.names import INBOX_DIR, REPO_DIR, Point
 from lernie_ref.substrate import guarded
 from lernie_ref.substrate.guarded import write_all
 
-TYPE_CHECKING = False  # typing and pathlib stay off the message path (R-CLI-5)
 if TYPE_CHECKING:
     from pathlib import Path
-    from typing import Protocol, TypeVar
+    from typing import TypeVar
 
     from lernie_ref.core.actor import Actor
     from lernie_ref.core.clock import Clock
@@ -54,8 +54,6 @@ if TYPE_CHECKING:
     P = TypeVar("P", bound=str | Path)
     """A workspace path: a ``Path`` in the library, the root's text on the CLI's message
     path. Paths built from it keep its type."""
-else:
-    Protocol = object
 
 
 def _join(base: P, *parts: str) -> P:

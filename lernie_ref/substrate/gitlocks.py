@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from lernie_ref.core.errors import LernieError, io_text
+from lernie_ref.core.errors import StaleLockError, io_text
 from lernie_ref.core.ids import require_agent_id
 from lernie_ref.core.vocab import AGENT_REF_PREFIX, MARK_REF_PREFIX, REPO_DIR, MarkKind
 from lernie_ref.substrate import guarded
@@ -41,10 +41,6 @@ WORKTREE_LOCKS = ("index.lock", "HEAD.lock")
 
 OWNER_WAIT_PAUSES = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2)
 """How long (seconds, in turn) a holder waits for a live git that may own a lock file."""
-
-
-class StaleLockError(LernieError):
-    """A lock file the holder owns is still in use by a live git after the bounded wait."""
 
 
 def worktree_admin_dir(repo_git: Path, worktree: Path, agent_id: str) -> Path:

@@ -21,15 +21,13 @@ import os
 import time
 from collections import namedtuple
 
+from lernie_ref.core import TYPE_CHECKING, Protocol
 from lernie_ref.substrate.spawn import run_captured
 
-TYPE_CHECKING = False  # typing and subprocess stay off the scan and status paths (R-CLI-5)
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from pathlib import Path
-    from typing import NamedTuple, Protocol
-else:
-    Protocol = object
+    from typing import NamedTuple
 
 SCRUBBED_ENV = (
     "GIT_DIR",

@@ -11,19 +11,16 @@ from __future__ import annotations
 import os
 import sys
 
+from lernie_ref.core import TYPE_CHECKING, Protocol
 from lernie_ref.core.errors import ContainmentError, LaunchError, io_text
 from lernie_ref.core.ids import require_agent_id
 from lernie_ref.core.names import DRIVER_LOG, LOCK_FD_ENV, STEPS_DIR
 from lernie_ref.substrate import guarded
 from lernie_ref.substrate.spawn import spawn
 
-TYPE_CHECKING = False  # typing and pathlib stay off the message path (R-CLI-5)
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from pathlib import Path
-    from typing import Protocol
-else:
-    Protocol = object
 
 
 class Launcher(Protocol):

@@ -18,6 +18,7 @@ import errno
 import fcntl
 import os
 
+from lernie_ref.core import TYPE_CHECKING
 from lernie_ref.core.errors import (
     AdoptError,
     ContainmentError,
@@ -29,7 +30,6 @@ from lernie_ref.core.errors import (
 from lernie_ref.core.names import LOCK_FD_ENV
 from lernie_ref.substrate import guarded
 
-TYPE_CHECKING = False  # pathlib and typing stay off the message path (R-CLI-5)
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from pathlib import Path

@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import os
 
+from lernie_ref.core import TYPE_CHECKING
 from lernie_ref.core.errors import ConfigError, ContainmentError
 from lernie_ref.core.ids import parent_of, require_agent_id
 from lernie_ref.core.names import STEPS_DIR
 from lernie_ref.substrate import guarded
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
@@ -229,7 +229,7 @@ def spec_of(config: Config, model: str | None = None) -> Spec:
     """The model ``model`` (default: the configuration's) with the settings ``config`` gives it."""
     name = model or config.model
     if name not in MODELS:
-        raise ConfigError(unknown_model(name))
+        raise ConfigError.unknown_model(name)
     if name == "command":
         return {
             "model": "command",
@@ -279,10 +279,6 @@ def describe(spec: Spec) -> str:
     return name
 
 
-def unknown_model(name: str) -> str:
-    return f"unknown model {name!r}: the models are scripted, command, anthropic and openai"
-
-
 # ---------------------------------------------------------------- the checks (R-CLI-8)
 
 
@@ -307,7 +303,7 @@ def check_spec(spec: Spec, env: Mapping[str, str], root: str) -> None:
     """What a driver running ``spec`` in environment ``env`` needs, short of a model call."""
     name = str(spec.get("model"))
     if name not in MODELS:
-        raise ConfigError(unknown_model(name))
+        raise ConfigError.unknown_model(name)
     if name == "command":
         import shlex
 

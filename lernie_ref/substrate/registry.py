@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 
+from lernie_ref.core import TYPE_CHECKING
 from lernie_ref.core.errors import (
     AmbiguousName,
     ContainmentError,
@@ -29,7 +30,6 @@ from lernie_ref.core.ids import is_agent_id, require_agent_id
 from lernie_ref.core.names import AGENT_REF_PREFIX, NAME_FILE, REPO_DIR
 from lernie_ref.substrate import guarded
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 

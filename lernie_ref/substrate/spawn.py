@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import os
 
-TYPE_CHECKING = False  # typing stays off the short commands' path (R-CLI-5)
+from lernie_ref.core import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 

@@ -13,7 +13,7 @@ model's history here (R-TR-5). A crash between the rename and the commit leaves
 an uncommitted file under ``messages/`` that the next drain's stray recovery
 commits first (R-DRAIN-2, I-18): a file that left the inbox always lands.
 
-The writers here are actors (DESIGN, "actors with explicit atomic points"): they
+The writers here are actors with explicit protocol points (:mod:`lernie_ref.core.actor`): they
 yield ``transcript.renamed`` after the rename and ``transcript.committed`` after
 the commit, so a test can stop the world between the two.
 """

@@ -14,6 +14,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from lernie_ref.core import TYPE_CHECKING
 from lernie_ref.core.clock import Clock
 from lernie_ref.core.errors import (
     ContainmentError,
@@ -45,7 +46,6 @@ from lernie_ref.substrate import guarded
 from lernie_ref.substrate.gitrun import GitResult, GitRunner, SubprocessGit
 from lernie_ref.substrate.registry import Registry
 
-TYPE_CHECKING = False  # typing stays off the scan and status paths (R-CLI-5)
 if TYPE_CHECKING:
     from lernie_ref.substrate.refsnap import RefFiles
     from lernie_ref.substrate.spool import Spool

@@ -1380,7 +1380,7 @@ def flush(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
 
 
 def crash(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
-    """Crash class (R-STEP-5, digest §20.3): the process dies at this point;
+    """Crash class (R-STEP-5, I-19): the process dies at this point;
     the kernel drops its locks; nothing else happens."""
     b = st.budget
     s = _put(st, i, None, agents=_noted_death(st.agents, st.procs[i]),

@@ -112,12 +112,10 @@ def test_r_ws_6_signal_names_in_the_pure_core_match_the_platform() -> None:
     platform's own, or a killed git would be misnamed in the one-line error."""
     import signal
 
-    from lernie_ref.core.errors import exit_status_text
-
     for number in range(1, 32):
         try:
             name = signal.Signals(number).name
         except ValueError:
             continue
-        assert exit_status_text(-number) == f"signal: {number} ({name})"
-    assert exit_status_text(3) == "exit status: 3"
+        assert GitError.status_text(-number) == f"signal: {number} ({name})"
+    assert GitError.status_text(3) == "exit status: 3"

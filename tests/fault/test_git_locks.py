@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from lernie_ref.core.clock import FixedClock
-from lernie_ref.core.errors import GitError
+from lernie_ref.core.errors import GitError, StaleLockError
 from lernie_ref.core.frontmatter import split_frontmatter
 from lernie_ref.substrate import gitlocks
 from lernie_ref.substrate.gitrun import SubprocessGit
@@ -202,7 +202,7 @@ def test_r_ws_8_a_git_that_never_finishes_is_one_clear_error_and_nothing_removed
     worktree = ws.worktree(root)
     admin = gitlocks.worktree_admin_dir(ws.repo_git, worktree, root)
     _leave(admin / "HEAD.lock", None, "x\n")
-    with pytest.raises(gitlocks.StaleLockError) as caught:
+    with pytest.raises(StaleLockError) as caught:
         gitlocks.clear_stale_locks(
             ws.root, worktree, root, sleep=lambda s: None, live_users=lambda w, a: [4242]
         )

@@ -5,6 +5,7 @@ with ``pathlib``, and only the plain command line skips the parser."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path, PurePosixPath
@@ -20,14 +21,14 @@ from lernie_ref.substrate.lock import try_acquire
 from lernie_ref.substrate.registry import Registry, path_text, read_ref_directly
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import drive
+from tests.support.light import HEAVY_FOR_MESSAGE, HEAVY_FOR_OPERATOR, check_light
 from tests.support.workspaces import add_root
 
 ROOT = Path(__file__).resolve().parents[2]
 
 # Run without site (no editable-install finder, which itself loads pathlib and re), with
-# the checkout (and its spec/ folder, where the model's shared spellings live) first on
-# sys.path, and report which of the modules R-CLI-5 keeps off the
-# message path got loaded by one `lernie message`.
+# the code root (and its spec/ folder, where the model's shared spellings live) first on
+# sys.path, and print every module one command loaded.
 PROBE = """
 import sys
 sys.path[:0] = [sys.argv[1], sys.argv[1] + "/spec"]
@@ -39,10 +40,37 @@ class TrueLauncher(AdvanceLauncher):
 inbox.AdvanceLauncher = TrueLauncher
 from lernie_ref.cli import main
 assert main(["message", sys.argv[2], sys.argv[3], "hi"]) == 0
-kept_off = {"pathlib", "re", "enum", "typing", "subprocess", "argparse", "dataclasses",
-            "shutil", "contextlib", "collections", "signal", "json", "tomllib"}
-print(sorted(kept_off & set(sys.modules)))
+print(" ".join(sorted(sys.modules)))
 """
+
+OPERATOR_PROBE = """
+import sys
+sys.path[:0] = [sys.argv[1], sys.argv[1] + "/spec"]
+from lernie_ref.cli import main
+assert main(sys.argv[2:]) == 0
+print(" ".join(sorted(sys.modules)), file=sys.stderr)
+"""
+
+
+def run_probe(code_root: Path, probe: str, *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-S", "-c", probe, str(code_root), *argv],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def loaded_modules(report: str) -> frozenset[str]:
+    """The modules a probe reported (its last line)."""
+    lines = report.splitlines()
+    return frozenset(lines[-1].split()) if lines else frozenset()
+
+
+def message_loads(code_root: Path, ws: Workspace, agent: str) -> frozenset[str]:
+    proc = run_probe(code_root, PROBE, str(ws.root), agent)
+    assert proc.returncode == 0, proc.stderr
+    return loaded_modules(proc.stdout)
 
 
 @pytest.mark.parametrize("busy", [True, False], ids=["busy", "idle-launch"])
@@ -52,28 +80,46 @@ def test_r_cli_5_message_loads_none_of_the_heavy_modules(
     agent = add_root(ws, fixed_clock, name="boss")
     lock = try_acquire(ws.inbox_dir(agent)) if busy else None
     try:
-        proc = subprocess.run(
-            [sys.executable, "-S", "-c", PROBE, str(ROOT), str(ws.root), agent],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        loaded = message_loads(ROOT, ws, agent)
     finally:
         if lock is not None:
             lock.release()
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == "[]\n"
+    assert "lernie_ref.substrate.deposit" in loaded  # the probe saw the path run
+    check_light(loaded, HEAVY_FOR_MESSAGE, "lernie message")
     assert sorted(os.listdir(ws.inbox_dir(agent))) == ["user-001.md"]
 
 
-OPERATOR_PROBE = """
-import sys
-sys.path[:0] = [sys.argv[1], sys.argv[1] + "/spec"]
-from lernie_ref.cli import main
-assert main(sys.argv[2:]) == 0
-kept_off = {"typing", "subprocess", "argparse", "dataclasses", "inspect", "json"}
-print(sorted(kept_off & set(sys.modules)), file=sys.stderr)
-"""
+@pytest.mark.parametrize("heavy", ["typing", "json"])
+def test_r_cli_5_the_guard_names_a_heavy_module_a_module_on_the_path_imports(
+    ws: Workspace, fixed_clock: FixedClock, tmp_path: Path, heavy: str
+) -> None:
+    """The guard can fail: a copy of the package whose errors module (on every path)
+    imports ``typing`` or ``json`` at the top makes the check name that module."""
+    code = tmp_path / "code"
+    shutil.copytree(
+        ROOT / "lernie_ref", code / "lernie_ref", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    (code / "spec").symlink_to(ROOT / "spec")
+    errors = code / "lernie_ref" / "core" / "errors.py"
+    errors.write_text(
+        errors.read_text().replace(
+            "from __future__ import annotations\n",
+            f"from __future__ import annotations\n\nimport {heavy}  # planted\n",
+            1,
+        )
+    )
+    agent = add_root(ws, fixed_clock, name="boss")
+    lock = try_acquire(ws.inbox_dir(agent))  # busy: the planted copy launches nothing
+    assert lock is not None
+    try:
+        loaded = message_loads(code, ws, agent)
+    finally:
+        lock.release()
+    with pytest.raises(AssertionError) as caught:
+        check_light(loaded, HEAVY_FOR_MESSAGE, "lernie message")
+    named = str(caught.value).split(", which")[0].removeprefix("`lernie message` loaded ")
+    assert heavy in named.split(", ")
+    check_light(message_loads(ROOT, ws, agent), HEAVY_FOR_MESSAGE, "lernie message")
 
 
 @pytest.mark.parametrize("verb", ["scan", "status"])
@@ -91,14 +137,11 @@ def test_r_cli_5_scan_and_status_load_no_subprocess_typing_dataclasses_or_json(
     drive(ws, root)  # takes the child's result: no mail is left, nothing to launch
     assert not os.listdir(ws.inbox_dir(root)) and not os.listdir(ws.inbox_dir(child))
     for argv in ([verb, str(ws.root)], [verb, str(ws.root), "--json"]):
-        proc = subprocess.run(
-            [sys.executable, "-S", "-c", OPERATOR_PROBE, str(ROOT), *argv],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        proc = run_probe(ROOT, OPERATOR_PROBE, *argv)
         assert proc.returncode == 0, proc.stderr
-        assert proc.stderr.splitlines()[-1] in ("[]", "['json']")
+        loaded = loaded_modules(proc.stderr)
+        assert f"lernie_ref.cli.{verb}" in loaded
+        check_light(loaded, HEAVY_FOR_OPERATOR, f"lernie {' '.join(argv[:1] + argv[2:])}")
     if verb == "scan":
         assert "drivers launched: 0" in proc.stdout or '"launched": []' in proc.stdout
 
@@ -200,21 +243,10 @@ def test_r_cli_8_an_edited_configuration_is_parsed_once_then_known_by_its_identi
     assert lock is not None
     try:
 
-        def probe() -> subprocess.CompletedProcess[str]:
-            return subprocess.run(
-                [sys.executable, "-S", "-c", PROBE, str(ROOT), str(ws.root), agent],
-                capture_output=True,
-                text=True,
-                check=False,
-            )
-
-        first = probe()
-        assert first.returncode == 0, first.stderr
-        assert "tomllib" in first.stdout  # parsed once
-        second = probe()
-        assert second.returncode == 0 and second.stdout == "[]\n"
+        assert "tomllib" in message_loads(ROOT, ws, agent)  # parsed once
+        check_light(message_loads(ROOT, ws, agent), HEAVY_FOR_MESSAGE, "lernie message")
         config.write_text(config.read_text() + 'modle = "command"\n')
-        third = probe()
+        third = run_probe(ROOT, PROBE, str(ws.root), agent)
         assert third.returncode != 0 and "unknown key 'modle'" in third.stderr
     finally:
         lock.release()

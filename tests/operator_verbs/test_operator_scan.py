@@ -206,7 +206,7 @@ def test_r_scan_1_a_live_executor_is_skipped(ws: Workspace) -> None:
     assert report.swept == [] and results_from(ws, root, child) == []
 
 
-# ------------------------------------------------- upstream's false deaths (digest §15.6)
+# --------------------------------------------- upstream's false deaths (D-10, D-11)
 
 
 def test_d_10_fresh_child_that_has_not_run_is_not_dead(ws: Workspace) -> None:

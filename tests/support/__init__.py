@@ -15,6 +15,7 @@ Modules by job:
 - :mod:`.provider_stub` and :mod:`.dialects`: a loopback provider and each provider's JSON;
   :mod:`.model_talk`: a conversation with the kit's model server through a client library.
 - :mod:`.tool_calls`: one call of a work tool for a real agent, and whether a process runs.
+- :mod:`.light`: the modules the light paths may not load (R-CLI-5) and the check naming them.
 
 Import style, everywhere: ``from tests.support.<module> import <name>``.
 """

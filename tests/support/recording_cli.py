@@ -1,6 +1,6 @@
 """Run the real ``lernie`` CLI with the production launcher replaced by a recorder.
 
-The test injects the launcher (DESIGN: inject what varies); production code is
+The test injects the launcher (R-LAUNCH-1: the launcher is injected); production code is
 unchanged. Launches are appended to the file named by ``LAUNCH_LOG``.
 """
 

@@ -531,7 +531,11 @@ class World(WorldView):
 
         self.trace.append("scan: lernie scan")
         run(scan_actor(self.ws, self.launcher, self.clock))
-        no_remains(self.ws)
+        if not any(a.creating for a in self.actors.values()):
+            # a creation still running (a live `lernie prompt` or dispatch between its
+            # lock and its ref) has a worktree no ref names yet: not remains, and the sweep
+            # leaves it alone (R-SCAN-12); the next scan after it ended or died checks it
+            no_remains(self.ws)
         cands = []
         for st, ids in self.models:
             for _, s1 in M.ext_scan(st, M.Profile(), SCOPE):

@@ -194,7 +194,10 @@ def wait_quiescent(
 ) -> TreeState:
     """Return the last observation once the tree of ``root`` is quiescent (agents whose
     driver failed on their mail count as quiescent: see :attr:`TreeState.failed`);
-    :class:`WaitTimeout` after ``timeout_s``. ``progress`` sees every observation."""
+    :class:`WaitTimeout` after ``timeout_s``. ``progress`` sees every observation.
+
+    The reference's own wait (``prompt --wait``, R-CLI-4), judged from its records; the
+    checkers wait from outside (``lernie_stateful.conform.quiescence``), importing no code."""
     deadline = monotonic() + timeout_s
     calm = 0
     readable = proc_locks_usable(ws)

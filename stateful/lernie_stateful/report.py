@@ -23,7 +23,7 @@ from lernie_spec import cliopts
 from lernie_spec.html import esc, page, section
 
 if TYPE_CHECKING:
-    from lernie_stateful.audit import Report
+    from lernie_stateful.audit.findings import Report
     from lernie_stateful.conform.outcome import Program, Verdict
     from lernie_stateful.conform.run import Scorecard
 

@@ -24,18 +24,10 @@ from lernie_ref.substrate.deposit import CHUNK, ContentStream, deposit
 from lernie_ref.substrate.refsnap import RefFiles
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import FixedClock, Inline, Point
-from tests.support.processes import spawn_holder
+from tests.support.processes import reap, spawn_holder
 from tests.support.readers import entries, inbox_names, worktree_clean
 from tests.support.runners import run_cli
 from tests.support.waits import wait_quiescent
-
-
-def _reap(proc: subprocess.Popen[str]) -> None:
-    if proc.poll() is None:
-        proc.kill()
-    proc.wait()
-    if proc.stdout is not None:
-        proc.stdout.close()
 
 
 def test_r_stop_3_a_stop_reaches_the_grandchildren_of_the_stopped_agent(ws: Workspace) -> None:
@@ -55,7 +47,7 @@ def test_r_stop_3_a_stop_reaches_the_grandchildren_of_the_stopped_agent(ws: Work
             assert holders[agent].wait(timeout=60) == -signal.SIGTERM, agent
     finally:
         for proc in holders.values():
-            _reap(proc)
+            reap(proc)
 
 
 def test_r_scan_10_progress_resets_the_crash_loop_guard(ws: Workspace) -> None:

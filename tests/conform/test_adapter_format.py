@@ -16,6 +16,7 @@ from lernie_stateful.audit import audit
 from lernie_stateful.conform.adapter import AdapterError, installed, layout_of, load, parse
 from lernie_stateful.conform.session import prepared
 
+from tests.support.runners import CHECK_CLI
 from tests.support.waits import wait_quiescent
 
 BASE = '''
@@ -138,7 +139,7 @@ def test_the_audit_honours_an_implementations_own_marks(tmp_path: Path) -> None:
     assert [f.message for f in plain.findings] == [
         f"mark refs/lernie/abandoned/{aid} names no agent or an unknown kind (debris)"]
     assert audit(ws, layout_of("upstream-lernie-0.0.11")).findings == []
-    check = [sys.executable, "-m", "lernie_stateful.cli", "audit", "--strict"]
+    check = [*CHECK_CLI, "audit", "--strict"]
     assert subprocess.run([*check, str(ws)], capture_output=True).returncode == 1
     assert subprocess.run([*check, "--impl", "upstream-lernie-0.0.11", str(ws)],
                           capture_output=True).returncode == 0

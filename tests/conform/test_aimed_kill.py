@@ -32,7 +32,8 @@ from lernie_stateful.conform.outcome import (
 )
 from lernie_stateful.conform.watch import DeliveryKill
 
-CHECK = [sys.executable, "-m", "lernie_stateful.cli"]
+from tests.support.runners import CHECK_CLI
+
 PID = "a-driver-killed-as-a-large-message-leaves-the-inbox-loses-nothing"
 AID = "20260101T000000Z-0000abcd"
 HEAD = b"---\nfrom: user\ndeposited_at: 2026-01-01T00:00:00Z\n---\n"
@@ -170,7 +171,7 @@ def test_the_copying_delivery_build_loses_or_tears_the_message_cli(tmp_path: Pat
     path = tmp_path / "one.toml"
     path.write_text(_program().as_toml())
     for _ in range(3):
-        proc = subprocess.run([*CHECK, "conform", "--impl", "lernie", "--outcome-only",
+        proc = subprocess.run([*CHECK_CLI, "conform", "--impl", "lernie", "--outcome-only",
                                "--seeded-bug", "drain-unlinks-before-commit", "--programs",
                                str(path), "--show-program"],
                               capture_output=True, text=True, timeout=600, check=False)

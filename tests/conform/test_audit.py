@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from lernie_stateful.audit import Finding, audit
 
 from tests.support.history import blob, commit, copy_ws, entries_at, git, history
+from tests.support.runners import CHECK_CLI
 from tests.support.scenarios import build_team
 
 
@@ -39,7 +39,7 @@ def test_audit_clean_multi_agent_workspace_from_real_drivers_passes(
     assert report.agents == 3
     assert report.results >= 4  # a's and b's replies, a's answer to b, b's stop obituary
     assert report.pending == 1  # the parked `stopped` obituary (pin 2)
-    cmd = [sys.executable, "-m", "lernie_stateful.cli", "audit", str(ws), "--strict", "--json"]
+    cmd = [*CHECK_CLI, "audit", str(ws), "--strict", "--json"]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert json.loads(proc.stdout)["ok"] is True
@@ -146,7 +146,7 @@ def test_audit_cli_exit_1_and_json_names_the_file(
     ws = copy_ws(team[0], tmp_path / "ws")
     a = team[1]["a"]
     (ws / "inbox" / a / "user-001.md").write_bytes(b"---\nfrom: somebody\ndeposited_at: x\n---\n")
-    cmd = [sys.executable, "-m", "lernie_stateful.cli", "audit", str(ws)]
+    cmd = [*CHECK_CLI, "audit", str(ws)]
     text = subprocess.run(cmd, capture_output=True, text=True, check=False)
     assert text.returncode == 1 and f"inbox/{a}/user-001.md" in text.stdout
     assert text.stdout.rstrip().splitlines()[-1].startswith("FAILED: 1 violations")
@@ -157,7 +157,7 @@ def test_audit_cli_exit_1_and_json_names_the_file(
 
 
 def test_audit_not_a_workspace_is_one_line_exit_1(tmp_path: Path) -> None:
-    cmd = [sys.executable, "-m", "lernie_stateful.cli", "audit", str(tmp_path)]
+    cmd = [*CHECK_CLI, "audit", str(tmp_path)]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     assert proc.returncode == 1 and proc.stdout == ""
     assert proc.stderr.startswith("lernie-check audit: ") and proc.stderr.count("\n") == 1

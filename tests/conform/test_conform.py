@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from importlib import resources
 from pathlib import Path
 
@@ -14,7 +13,9 @@ import pytest
 from lernie_stateful.conform.adapter import REQUIRED_VERBS, AdapterError, load
 from lernie_stateful.conform.run import cases_of, conform, scenario_files
 
-CHECK = [sys.executable, "-m", "lernie_stateful.cli", "conform"]
+from tests.support.runners import CHECK_CLI
+
+CHECK = [*CHECK_CLI, "conform"]
 
 # A stand-in for another implementation: the reference CLI behind a wrapper that changes
 # one observable thing. The kit sees only argv, exit codes, output and files.
@@ -74,7 +75,8 @@ def test_reference_cli_scores_100_percent_as_a_subprocess() -> None:
     failed = [r for r in card["results"] if r["status"] != "passed"]
     assert proc.returncode == 0 and failed == [], failed
     assert card["percent"] == 100.0 and card["passed"] == card["cases"]
-    assert {"R-CLI", "R-DEP", "R-ID", "R-SCAN", "R-STOP", "R-TR", "R-WS", "I"} <= set(card["areas"])
+    assert {"R-CLI", "R-DEP", "R-ID", "R-SCAN", "R-STOP", "R-TOOL", "R-TR", "R-WS",
+            "I"} <= set(card["areas"])
 
 
 def test_scorecard_text_and_markdown_name_the_areas() -> None:

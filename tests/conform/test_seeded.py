@@ -23,7 +23,7 @@ from lernie_stateful.conform.run import Scorecard, cases_of, conform, scenario_f
 from lernie_stateful.conform.seeded import bug_names, build
 from lernie_stateful.seeded_bugs import BY_NAME
 
-CHECK = [sys.executable, "-m", "lernie_stateful.cli"]
+from tests.support.runners import CHECK_CLI
 
 CAUGHT_BY: dict[str, tuple[str, ...]] = {
     # The cases each build must fail (it may fail more).
@@ -116,7 +116,7 @@ def test_a_seeded_build_fails_the_cases_of_its_rule_area(bug: str, tmp_path: Pat
 
 
 def test_the_command_line_scores_a_seeded_build_below_the_reference() -> None:
-    proc = subprocess.run([*CHECK, "conform", "--impl", "lernie", "--seeded-bug",
+    proc = subprocess.run([*CHECK_CLI, "conform", "--impl", "lernie", "--seeded-bug",
                            "reply-to-parent", "-k", "a-reply-goes-to-its-last", "--json"],
                           capture_output=True, text=True, timeout=600, check=False)
     card = json.loads(proc.stdout)
@@ -135,7 +135,7 @@ def test_the_audit_flags_what_a_seeded_build_leaves(tmp_path: Path) -> None:
     [result] = card.results
     assert result.status == "failed"
     assert result.difference.startswith("audit: VIOLATION results (I-12, R-DEBT-4) ")
-    proc = subprocess.run([*CHECK, "audit", str(tmp_path / "keep" / case / "ws"), "--json"],
+    proc = subprocess.run([*CHECK_CLI, "audit", str(tmp_path / "keep" / case / "ws"), "--json"],
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 1
     report = json.loads(proc.stdout)
@@ -143,7 +143,7 @@ def test_the_audit_flags_what_a_seeded_build_leaves(tmp_path: Path) -> None:
 
 
 def test_an_unknown_seeded_bug_is_one_clear_error() -> None:
-    proc = subprocess.run([*CHECK, "conform", "--impl", "lernie", "--seeded-bug", "nope"],
+    proc = subprocess.run([*CHECK_CLI, "conform", "--impl", "lernie", "--seeded-bug", "nope"],
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 1 and proc.stdout == ""
     assert proc.stderr.startswith("lernie-check conform: no seeded bug 'nope' (known: ")

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from lernie_stateful.audit import audit
 from lernie_stateful.conform.adapter import Adapter, AdapterError, load
 from lernie_stateful.conform.flood import flood
 from lernie_stateful.conform.outcome import agent_ids, check, load_programs
@@ -28,10 +28,12 @@ from lernie_stateful.conform.run import (
 )
 from lernie_stateful.conform.session import prepared
 
+from tests.support.runners import CHECK_CLI
+
 REPO = Path(__file__).resolve().parents[2]
 TARBALL = REPO.parent / "shared" / "upstream" / "lernie-0.0.11-linux-x86_64.tar.gz"
 NAME = "upstream-lernie-0.0.11"
-CHECK = [sys.executable, "-m", "lernie_stateful.cli", "conform"]
+CHECK = [*CHECK_CLI, "conform"]
 
 
 @pytest.fixture(scope="module")
@@ -103,6 +105,48 @@ def test_upstream_exact_interface_verdicts(adapter: Adapter) -> None:
         "dispatch-from-an-unknown-parent-creates-nothing"]
 
 
+TOOL_VERDICTS = {
+    # the tool programs (scenarios/tools.toml); all but the leftover process, which costs
+    # its 30 s bound on upstream (the slow test runs it)
+    "read-file-and-cd-read-relative-to-the-current-directory": "passed",
+    "read-file-and-cd-never-leave-the-worktree": "failed",  # no containment (D-34)
+    "apply-patch-adds-updates-moves-and-deletes": "passed",
+    "a-patch-that-does-not-apply-changes-nothing": "passed",
+    "apply-patch-never-writes-outside-the-worktree": "failed",  # D-34
+    "apply-patch-never-writes-the-transcript": "failed",  # a forged entry (D-37)
+    "bash-runs-in-the-current-directory-and-reports-output-and-exit": "passed",
+    "bash-output-over-the-cap-is-cut-and-says-how-much": "passed",
+    "a-stop-during-a-bash-call-ends-it-with-everything-it-started": "passed",  # exit 143
+}
+LEFTOVER = "a-bash-call-leaves-nothing-running"
+
+
+def _tool_programs(*dropped: str) -> list[tuple[str, str]]:
+    head, *chunks = dict(scenario_files())["tools.toml"].split("\n[[case]]\n")
+    kept = [c for c in chunks if not any(c.startswith(f'id = "{d}"') for d in dropped)]
+    return [("tools.toml", "\n[[case]]\n".join([head, *kept]))]
+
+
+def test_upstream_tool_programs_verdicts(adapter: Adapter, tmp_path: Path) -> None:
+    """The same tool programs as the reference's: upstream's tools read, cd, patch and run
+    alike, and reach outside the worktree and into the transcript (D-34, D-37)."""
+    card = conform(adapter, _tool_programs(LEFTOVER), keep=tmp_path)
+    got = {r.id: r.status for r in card.results}
+    assert got == TOOL_VERDICTS
+    why = {r.id: r.difference for r in card.results}
+    assert why["read-file-and-cd-never-leave-the-worktree"].startswith(
+        "tool result 1 of 6 ('Exit code: 0\\nkit secret\\n') is a success, expected an error")
+    assert why["apply-patch-never-writes-outside-the-worktree"] == (
+        "escaped-up.txt exists, expected nothing there")
+    assert why["apply-patch-never-writes-the-transcript"].endswith(
+        "/messages/900-user.md exists, expected nothing there")
+    # the patch's forged entry takes number 900 and rides in the tool entry's commit (901)
+    ws = tmp_path / "apply-patch-never-writes-the-transcript" / "ws"
+    lines = [v.line() for v in audit(ws, adapter.layout).violations()]
+    assert any("(R-TR-2, I-4)" in line and "900-user.md takes number 900" in line
+               for line in lines), lines
+
+
 def test_upstream_scan_revives_nobody_as_the_measured_profile_predicts(adapter: Adapter,
                                                                        tmp_path: Path) -> None:
     """I-20 (lernie-0.0.11-measured): P's driver is killed the moment its message leaves the
@@ -153,6 +197,19 @@ def test_the_flood_on_upstream_is_accounted_as_the_disk_shows(adapter: Adapter,
             n = int(lost[0].split(": ", 1)[1].split(" of ", 1)[0])
             assert n >= 1 and result.accepted - n <= on_disk
         assert text.startswith("40 messages from 4 concurrent writers")
+
+
+@pytest.mark.slow
+def test_upstream_leaves_a_bash_calls_processes_running(adapter: Adapter) -> None:
+    """D-37: a background job of a bash call, and one that left its group with setsid, both
+    outlive the call on upstream; the kit's quiescence bound fails the program and names
+    them."""
+    card = conform(adapter, _tool_programs(*TOOL_VERDICTS))
+    [result] = card.results
+    assert (result.id, result.status) == (LEFTOVER, "failed")
+    assert result.difference.startswith("no quiescence after 30s (still busy: ")
+    assert "<ws>/leftover-job`" in result.difference
+    assert "<ws>/leftover-session`" in result.difference
 
 
 @pytest.mark.slow

@@ -1,7 +1,7 @@
 """Every command README.md and docs/*.md show exists, and the cheap ones run.
 
 The convention (``$ `` lines in ``console`` blocks) and the checks are in
-``doc_commands.py``; the planted commands below show each check can fail.
+:mod:`tests.support.doc_commands`; the planted commands below show each check can fail.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.docs.doc_commands import (
+from tests.support.doc_commands import (
     ALLOWED,
     ROOT,
     DocCommand,
@@ -26,6 +26,7 @@ from tests.docs.doc_commands import (
     runs_for_real,
     segments,
 )
+from tests.support.runners import CHECK_CLI
 from tests.support.waits import wait_quiescent
 
 DOCS = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
@@ -76,7 +77,7 @@ def _argv(program: str) -> list[str]:
         return [str(script)]
     if program == "lernie":
         return [sys.executable, "-m", "lernie_ref"]
-    return [sys.executable, "-m", "lernie_stateful.cli"]
+    return list(CHECK_CLI)
 
 
 def _env() -> dict[str, str]:

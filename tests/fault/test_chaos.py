@@ -36,8 +36,8 @@ import pytest
 from lernie_ref.core.frontmatter import split_frontmatter
 from lernie_ref.inbox import pending
 from lernie_ref.substrate.workspace import Workspace, create_workspace
-from tests.support.processes import processes_mentioning
-from tests.support.runners import run_cli
+from tests.support.processes import processes_naming
+from tests.support.runners import CHECK_CLI, run_cli
 from tests.support.waits import wait_quiescent
 
 NAMES = ("r", "a", "b", "c")
@@ -78,7 +78,7 @@ class Chaos:
 def advance_pids(root: Path) -> list[int]:
     """Live ``lernie advance`` processes of this workspace."""
     found = []
-    for pid in processes_mentioning(str(root)):
+    for pid in processes_naming(str(root)):
         try:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
@@ -95,7 +95,7 @@ def lease_holders(root: Path, inboxes: dict[str, Path]) -> dict[str, set[int]]:
     by_path = {str(p): agent for agent, p in inboxes.items()}
     holders: dict[str, set[int]] = {agent: set() for agent in inboxes}
     parent: dict[int, int] = {}
-    for pid in processes_mentioning(str(root)):
+    for pid in processes_naming(str(root)):
         try:
             fds = os.listdir(f"/proc/{pid}/fd")
             parent[pid] = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
@@ -230,8 +230,8 @@ def chaos_run(tmp_path: Path, mode: str, writers: int, per_writer: int, seed: in
         newest = max(os.listdir(ws.worktree(row["id"]) / "messages"))
         answered = newest.endswith(".json") and "tool" not in newest
         assert answered or row["last_epitaph"] == "stopped", (row, newest)
-    assert processes_mentioning(str(ws.root)) == []
-    audit = run_cli(["audit", str(ws.root)], prefix=[sys.executable, "-m", "lernie_stateful.cli"])
+    assert processes_naming(str(ws.root)) == []
+    audit = run_cli(["audit", str(ws.root)], prefix=CHECK_CLI)
     assert audit.returncode == 0, audit.stdout + audit.stderr
     relays = sum(n for (_, body), n in delivered.items() if (body or "").startswith("relay "))
     logs = [ws.driver_log(agent) for agent in ids.values()]
@@ -296,6 +296,6 @@ def test_i_1_the_lease_sampler_counts_every_process_that_holds_a_lease(
             time.sleep(0.05)
         assert holder.pid in seen and len(seen) == want
     finally:
-        for pid in processes_mentioning(str(inbox)):
+        for pid in processes_naming(str(inbox)):
             os.kill(pid, signal.SIGKILL)
         holder.wait()

@@ -21,6 +21,7 @@ from lernie_ref.substrate.lock import try_acquire
 from lernie_ref.substrate.registry import Registry, path_text, read_ref_directly
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import drive
+from tests.support.history import git
 from tests.support.light import HEAVY_FOR_MESSAGE, HEAVY_FOR_OPERATOR, check_light
 from tests.support.workspaces import add_root
 
@@ -146,12 +147,6 @@ def test_r_cli_5_scan_and_status_load_no_subprocess_typing_dataclasses_or_json(
         assert "drivers launched: 0" in proc.stdout or '"launched": []' in proc.stdout
 
 
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True
-    ).stdout.strip()
-
-
 def test_r_id_4_ref_files_answer_like_git_loose_and_packed(
     ws: Workspace, fixed_clock: FixedClock
 ) -> None:
@@ -159,7 +154,7 @@ def test_r_id_4_ref_files_answer_like_git_loose_and_packed(
     repo = str(ws.repo_git)
     ref = "refs/heads/agents/" + agent
     assert read_ref_directly(repo, ref) is True  # a loose ref file
-    _git(ws.repo_git, "pack-refs", "--all")
+    git(ws.repo_git, "pack-refs", "--all")
     assert not (ws.repo_git / ref).exists()
     assert read_ref_directly(repo, ref) is True  # now only in packed-refs
     assert read_ref_directly(repo, ref + "0") is None  # absent: git decides

@@ -14,7 +14,8 @@ import pytest
 from lernie_stateful.conform.adapter import load
 from lernie_stateful.conform.model_server import served
 from lernie_stateful.conform.outcome import Input, Program, check, load_programs, run_program
-from lernie_stateful.conform.run import conform, outcome_check, wait_quiescent
+from lernie_stateful.conform.quiescence import wait_quiescent
+from lernie_stateful.conform.run import conform, outcome_check
 
 ADAPTERS = ["lernie-anthropic", "lernie-openai"]
 # A dispatch and its answer through both; a stop during a sleeping HTTP call, and tool steps
@@ -74,7 +75,7 @@ def test_r_step_8_scripted_failures_are_retried_then_answered(
                                                 "text": f"@fail {status} 2\nhello"}))]
         assert [p.returncode for p in run] == [0, 0], run
         root = run[1].stdout.strip()
-        wait_quiescent(ws, live)
+        wait_quiescent(ws, live.layout)
     provider = impl.split("-")[1]
     reply = ws / "agents" / root / "messages" / f"002-{provider}.json"
     assert json.loads(reply.read_text())["content"] == [

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -19,8 +18,9 @@ from lernie_stateful.conform.model_server import ModelServer, served, split_deli
 from openai.types.chat import ChatCompletionMessageFunctionToolCall
 
 from tests.support.model_talk import AGENT, Address, Step, Talk, delivered
+from tests.support.runners import CHECK_CLI
 
-SERVE = [sys.executable, "-m", "lernie_stateful.cli", "serve-model"]
+SERVE = [*CHECK_CLI, "serve-model"]
 
 
 def test_every_request_is_recorded_with_its_agent_tools_messages_and_status(

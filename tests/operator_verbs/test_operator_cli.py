@@ -7,7 +7,6 @@ written anywhere.
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,16 +17,9 @@ from lernie_ref.operator.status import HEADERS, status
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import Inline, drive
 from tests.support.processes import spawn_holder
-from tests.support.runners import run_cli
+from tests.support.runners import one_line, run_cli
 from tests.support.snapshots import tree_listing
 from tests.support.waits import wait_quiescent
-
-
-def one_line_failure(proc: subprocess.CompletedProcess[str], verb: str) -> str:
-    assert proc.returncode == 1, (proc.stdout, proc.stderr)
-    assert proc.stdout == ""
-    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith(f"lernie {verb}: ")
-    return proc.stderr.rstrip("\n")
 
 
 @pytest.mark.parametrize("verb", ["scan", "status"])
@@ -35,7 +27,7 @@ def test_r_cli_2_not_a_workspace(tmp_path: Path, verb: str) -> None:
     target = tmp_path / "plain"
     target.mkdir()
     proc = run_cli([verb, str(target)])
-    assert one_line_failure(proc, verb) == (
+    assert one_line(proc, verb) == (
         f"lernie {verb}: {target} is not a workspace (no repo.git) — create one with "
         "`lernie new` (R-WS-2)"
     )
@@ -46,7 +38,7 @@ def test_r_stop_1_not_a_workspace(tmp_path: Path) -> None:
     target = tmp_path / "plain"
     target.mkdir()
     proc = run_cli(["stop", str(target), "a-b"])
-    assert "is not a workspace (no repo.git)" in one_line_failure(proc, "stop")
+    assert "is not a workspace (no repo.git)" in one_line(proc, "stop")
     assert list(target.iterdir()) == []
 
 
@@ -54,7 +46,7 @@ def test_r_stop_1_not_a_workspace(tmp_path: Path) -> None:
 def test_r_stop_1_bad_ids_are_declined_before_anything(ws: Workspace, bad: str) -> None:
     before = tree_listing(ws.root)
     proc = run_cli(["stop", str(ws.root), bad])
-    line = one_line_failure(proc, "stop")
+    line = one_line(proc, "stop")
     assert line.startswith("lernie stop: agent id ") and "is not a single path component" in line
     assert tree_listing(ws.root) == before
 
@@ -62,7 +54,7 @@ def test_r_stop_1_bad_ids_are_declined_before_anything(ws: Workspace, bad: str) 
 def test_r_stop_1_unknown_agent(ws: Workspace) -> None:
     before = tree_listing(ws.root)
     proc = run_cli(["stop", str(ws.root), "20260101T000000Z-00000000"])
-    assert one_line_failure(proc, "stop") == (
+    assert one_line(proc, "stop") == (
         'lernie stop: no agent "20260101T000000Z-00000000" in this workspace — a stop names '
         "an existing agent, by id or unique name (R-ID-6); no agent has that id or wears that "
         "name: `lernie status <ws>` lists every agent with its name, `lernie prompt` / "
@@ -197,7 +189,7 @@ def test_r_scan_7_an_unreadable_transcript_aborts_loudly_and_status_carries_on(
     drive(ws, root)
     (ws.worktree(root) / "messages" / "003-scripted.json").write_bytes(b"{not json")
     before = tree_listing(ws.root)
-    line = one_line_failure(run_cli(["scan", str(ws.root)]), "scan")
+    line = one_line(run_cli(["scan", str(ws.root)]), "scan")
     assert line.startswith(f"lernie scan: read transcript of {root}: ")
     assert tree_listing(ws.root) == before
     proc = run_cli(["status", str(ws.root), "--json"])

@@ -20,7 +20,7 @@ from lernie_ref.operator.stop import discover, is_gone, lock_holder_pids, stop
 from lernie_ref.reply_debt import read_entries
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import drive, poll
-from tests.support.readers import mark, results_from
+from tests.support.readers import mark, results_from, subjects
 from tests.support.runners import run_cli
 from tests.support.waits import wait_quiescent
 
@@ -41,11 +41,6 @@ def quiet_root(ws: Workspace) -> str:
     root = cli_prompt(ws, "lead the work", "", RecordingLauncher())
     drive(ws, root)
     return root
-
-
-def subjects(ws: Workspace, agent: str) -> list[str]:
-    out = ws.git.run(ws.repo_git, ["log", "--format=%s", f"refs/heads/agents/{agent}"]).stdout
-    return out.splitlines()
 
 
 def in_model_call(ws: Workspace, agent: str) -> bool:

@@ -32,15 +32,7 @@ from lernie_ref.operator.stop import (
 )
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import poll
-from tests.support.processes import spawn_holder
-
-
-def _reap(proc: subprocess.Popen[str]) -> None:
-    if proc.poll() is None:
-        proc.kill()
-    proc.wait()
-    if proc.stdout is not None:
-        proc.stdout.close()
+from tests.support.processes import reap, spawn_holder
 
 
 def test_r_stop_2_lock_lines_parse() -> None:
@@ -73,8 +65,8 @@ def test_r_stop_2_the_holder_is_found_and_a_mere_opener_is_not(ws: Workspace) ->
         assert found == [Holder("a-b", holder.pid, holder.pid, driver=False)]
         assert lock_holder_pids(inbox) == [holder.pid]
     finally:
-        _reap(holder)
-        _reap(opener)
+        reap(holder)
+        reap(opener)
     assert discover({"a-b": inbox}) == []
     assert lock_holder_pids(inbox) == []
 
@@ -94,7 +86,7 @@ def test_r_stop_2_a_holder_that_lets_go_within_the_grace_is_not_signalled(ws: Wo
         assert stop(ws.root, root, sleep=lets_go).signalled == []
         assert prober.poll() is None  # never signalled
     finally:
-        _reap(prober)
+        reap(prober)
 
 
 def test_r_stop_2_a_driver_is_recognised_by_its_command_line(ws: Workspace) -> None:
@@ -112,7 +104,7 @@ def test_r_stop_2_a_driver_is_recognised_by_its_command_line(ws: Workspace) -> N
         assert [h.pid for h in report.signalled] == [driver.pid]
         assert driver.wait(timeout=60) == -signal.SIGTERM
     finally:
-        _reap(driver)
+        reap(driver)
 
 
 def test_r_stop_2_a_missing_inbox_has_no_holder(ws: Workspace) -> None:
@@ -136,7 +128,7 @@ def test_r_stop_4_a_holder_in_our_own_group_is_refused_and_nothing_is_signalled(
         assert str(caught.value).endswith("nothing was signalled.")
         assert holder.poll() is None
     finally:
-        _reap(holder)
+        reap(holder)
 
 
 def test_r_stop_5_sigterm_ends_a_cooperative_holder(ws: Workspace) -> None:
@@ -147,7 +139,7 @@ def test_r_stop_5_sigterm_ends_a_cooperative_holder(ws: Workspace) -> None:
         assert killed == []
         assert holder.wait(timeout=60) == -signal.SIGTERM
     finally:
-        _reap(holder)
+        reap(holder)
 
 
 def test_r_stop_5_a_holder_that_ignores_sigterm_is_killed_after_the_deadline(
@@ -161,7 +153,7 @@ def test_r_stop_5_a_holder_that_ignores_sigterm_is_killed_after_the_deadline(
         assert killed == found
         assert holder.wait(timeout=60) == -signal.SIGKILL
     finally:
-        _reap(holder)
+        reap(holder)
 
 
 def test_r_stop_3_cascade_reaches_every_descendant_and_spares_the_rest(ws: Workspace) -> None:
@@ -183,7 +175,7 @@ def test_r_stop_3_cascade_reaches_every_descendant_and_spares_the_rest(ws: Works
         assert stop(ws.root, child).signalled == []  # nothing left: idempotent
     finally:
         for proc in holders.values():
-            _reap(proc)
+            reap(proc)
 
 
 def test_r_stop_1_unknown_agent_is_declined_as_every_verb_declines_it(ws: Workspace) -> None:

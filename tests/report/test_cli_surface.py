@@ -15,14 +15,10 @@ from pathlib import Path
 import pytest
 from lernie_stateful import cli
 
+from tests.support.runners import CHECK_CLI, run_check
+
 ROOT = Path(__file__).resolve().parents[2]
-CHECK = [sys.executable, "-m", "lernie_stateful.cli"]
 COMPLETION = ROOT / "docs" / "lernie-check.bash"
-
-
-def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CHECK, *args], capture_output=True, text=True, timeout=300,
-                          check=False, env=env)
 
 
 def _parsers() -> dict[str, argparse.ArgumentParser]:
@@ -35,7 +31,7 @@ def _parsers() -> dict[str, argparse.ArgumentParser]:
 
 
 def test_top_level_help_lists_every_subcommand_and_the_exit_codes() -> None:
-    proc = _run("--help")
+    proc = run_check("--help")
     assert proc.returncode == 0 and proc.stderr == ""
     for name, sub in cli.SUBCOMMANDS.items():
         assert f"    {name}" in proc.stdout, name
@@ -46,7 +42,7 @@ def test_top_level_help_lists_every_subcommand_and_the_exit_codes() -> None:
 
 @pytest.mark.parametrize("name", sorted(cli.SUBCOMMANDS))
 def test_every_subcommand_has_help(name: str) -> None:
-    proc = _run(name, "--help")
+    proc = run_check(name, "--help")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith(f"usage: lernie-check {name}")
 
@@ -74,13 +70,13 @@ def test_every_subcommand_but_completion_answers_in_json() -> None:
 
 
 def test_mutants_help_is_help_not_an_unknown_mutant() -> None:
-    proc = _run("mutants", "--help")
+    proc = run_check("mutants", "--help")
     assert proc.returncode == 0 and "unknown mutant" not in proc.stderr
     assert "MUTANT" in proc.stdout and "--list" in proc.stdout
 
 
 def test_version_of_both_commands() -> None:
-    check = _run("--version")
+    check = run_check("--version")
     assert check.returncode == 0 and check.stdout.startswith("lernie-check ")
     lernie = subprocess.run([sys.executable, "-m", "lernie_ref", "--version"],
                             capture_output=True, text=True, timeout=60, check=False)
@@ -100,14 +96,14 @@ def test_lernie_version_imports_no_heavy_module() -> None:
 
 
 def test_unknown_subcommand_is_a_usage_error_in_one_line() -> None:
-    proc = _run("frobnicate")
+    proc = run_check("frobnicate")
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.startswith("lernie-check: unknown subcommand 'frobnicate'")
     assert proc.stderr.count("\n") == 1
 
 
 def test_no_subcommand_is_check_and_prints_wall_and_cpu_time() -> None:
-    proc = _run("--variant", "reference", "--scope", "races", "--jobs", "1")
+    proc = run_check("--variant", "reference", "--scope", "races", "--jobs", "1")
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""  # not a terminal: no progress
     assert "wall time " in proc.stdout and ", CPU time " in proc.stdout
@@ -117,7 +113,7 @@ def test_no_subcommand_is_check_and_prints_wall_and_cpu_time() -> None:
 
 
 def test_json_run_reports_wall_and_cpu_seconds() -> None:
-    proc = _run("check", "--json", "--variant", "reference", "--scope", "races")
+    proc = run_check("check", "--json", "--variant", "reference", "--scope", "races")
     doc = json.loads(proc.stdout)
     assert doc["wall_seconds"] >= 0 and doc["cpu_seconds"] >= 0 and doc["jobs"] >= 1
     assert "cpu_seconds" in doc["results"][0]
@@ -126,7 +122,7 @@ def test_json_run_reports_wall_and_cpu_seconds() -> None:
 def _on_a_terminal(*args: str) -> tuple[int, str]:
     """Run with stderr on a pseudo-terminal; what the terminal received."""
     master, slave = pty.openpty()
-    proc = subprocess.Popen([*CHECK, *args], stdout=subprocess.DEVNULL, stderr=slave)
+    proc = subprocess.Popen([*CHECK_CLI, *args], stdout=subprocess.DEVNULL, stderr=slave)
     os.close(slave)
     seen = b""
     while True:
@@ -167,7 +163,7 @@ def test_quiet_silences_progress_even_on_a_terminal() -> None:
 
 
 def test_verbose_progress_as_lines_when_not_a_terminal() -> None:
-    proc = _run("-v", "--scope", "races", "--jobs", "2", "--variant", "reference",
+    proc = run_check("-v", "--scope", "races", "--jobs", "2", "--variant", "reference",
                 "--variant", "litany-0.0.12")
     assert proc.returncode == 0
     assert "explorations done" in proc.stderr and "\r" not in proc.stderr

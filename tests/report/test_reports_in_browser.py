@@ -12,26 +12,19 @@ screenshot is kept under build/test-artefacts/ (or $LERNIE_TEST_ARTEFACTS).
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from lernie_stateful.conform.outcome import regression_programs
 
 from tests.support.browser import ARTEFACTS, Loaded, chromium, count_colour, open_report
+from tests.support.runners import run_check
 
 pytestmark = pytest.mark.skipif(chromium() is None,
                                 reason="no chromium on PATH (apt-get install chromium)")
 
-CHECK = [sys.executable, "-m", "lernie_stateful.cli"]
 BAD_RED = (198, 40, 40)  # the violating step's outline (#c62828)
 LOOP_PURPLE = (106, 27, 154)  # a lasso's cycle (#6a1b9a)
-
-
-def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CHECK, *args], capture_output=True, text=True, timeout=600,
-                          check=False)
 
 
 def _self_contained(html: str) -> None:
@@ -51,7 +44,7 @@ def _load(report: Path, name: str, height: int = 1000) -> Loaded:
 
 def test_the_lost_wakeup_bl_9c8f_as_a_swimlane(tmp_path: Path) -> None:
     out = tmp_path / "lost-wakeup.html"
-    proc = _run("--variant", "bl-9c8f-no-release-rule", "--trace", "--html", str(out))
+    proc = run_check("--variant", "bl-9c8f-no-release-rule", "--trace", "--html", str(out))
     assert proc.returncode == 0, proc.stderr
     seen = _load(out, "check-lost-wakeup-bl-9c8f")
     dom = seen.dom
@@ -67,7 +60,7 @@ def test_the_lost_wakeup_bl_9c8f_as_a_swimlane(tmp_path: Path) -> None:
 
 def test_a_lasso_shows_its_cycle(tmp_path: Path) -> None:
     out = tmp_path / "lasso.html"
-    proc = _run("--variant", "bl-82d8-no-reply-debt", "--trace", "--invariant", "I-13",
+    proc = run_check("--variant", "bl-82d8-no-reply-debt", "--trace", "--invariant", "I-13",
                 "--html", str(out))
     assert proc.returncode == 0, proc.stderr
     seen = _load(out, "check-lasso-bl-82d8", height=2800)
@@ -85,7 +78,7 @@ def test_a_conformance_failure_of_a_seeded_bug_build(tmp_path: Path) -> None:
     programs = tmp_path / "one.toml"
     programs.write_text(program.as_toml(), encoding="utf-8")
     out = tmp_path / "conform.html"
-    proc = _run("conform", "--impl", "lernie", "--seeded-bug", "no-release-rule",
+    proc = run_check("conform", "--impl", "lernie", "--seeded-bug", "no-release-rule",
                 "-k", "mail-that-lands-during", "--outcome", "--programs", str(programs),
                 "--html", str(out))
     assert proc.returncode == 1, proc.stdout + proc.stderr
@@ -116,7 +109,7 @@ def test_an_audit_names_the_offending_commit_and_file(tmp_path: Path) -> None:
                  remove=[old])
     assert entries_at(repo, f"agents/{lead}")
     out = tmp_path / "audit.html"
-    proc = _run("audit", str(ws), "--html", str(out))
+    proc = run_check("audit", str(ws), "--html", str(out))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     seen = _load(out, "audit-renumbered-entry")
     text = seen.dom
@@ -133,7 +126,7 @@ def test_an_audit_names_the_offending_commit_and_file(tmp_path: Path) -> None:
 def test_the_seeded_bugs_table(tmp_path: Path) -> None:
     out = tmp_path / "bugs.html"
     # CI's budget for `lernie-check bugs` (.ci/run): every bug is caught within it
-    proc = _run("bugs", "--only", "no-release-rule", "--examples", "40", "--scope", "long",
+    proc = run_check("bugs", "--only", "no-release-rule", "--examples", "40", "--scope", "long",
                 "--shrink", "0", "--seeds", "8", "--until-caught", "--html", str(out))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     seen = _load(out, "bugs-no-release-rule")

@@ -1,34 +1,17 @@
-"""Real processes as the tests see them: the ``/proc`` reader, and a lock-holding process."""
+"""Real processes as the tests see them, read with the checkers' ``/proc`` reader
+(:mod:`lernie_stateful.procfs`), and a lock-holding process."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
+
+from lernie_stateful.procfs import command_lines, processes_naming
 
 from lernie_ref.substrate.workspace import Workspace
 
-
-def command_lines() -> Iterator[tuple[int, list[bytes]]]:
-    """``(pid, argv)`` of every readable process except this one (Linux ``/proc``)."""
-    me = os.getpid()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == me:
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                raw = handle.read()
-        except OSError:
-            continue
-        yield int(entry), raw.split(b"\0")[:-1]
-
-
-def processes_mentioning(needle: str) -> list[int]:
-    """Pids (other than ours) whose command line contains ``needle``."""
-    want = needle.encode()
-    return [pid for pid, argv in command_lines() if want in b"\0".join(argv)]
+__all__ = ["command_lines", "driver_pids", "gone", "processes_naming", "reap", "spawn_holder"]
 
 
 def driver_pids(ws: Workspace, agent: str) -> list[int]:
@@ -83,3 +66,21 @@ def spawn_holder(
     assert proc.stdout is not None
     assert proc.stdout.readline().strip() == "ready"
     return proc
+
+
+def reap(proc: subprocess.Popen[str]) -> None:
+    """Kill a process a test started (if it still runs), wait for it, close its stdout."""
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+    if proc.stdout is not None:
+        proc.stdout.close()
+
+
+def gone(pid: int) -> bool:
+    """The process no longer runs (a zombie awaiting its reaper counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except OSError:
+        return True

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.processes import processes_mentioning
+from tests.support.processes import processes_naming
 
 
 @pytest.fixture(autouse=True)
@@ -24,6 +24,6 @@ def reap_own_processes(tmp_path: Path) -> Iterator[None]:
     Passing tests already waited for their processes; this cleans up after a failure.
     """
     yield
-    for pid in processes_mentioning(str(tmp_path)):
+    for pid in processes_naming(str(tmp_path)):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)

@@ -1,4 +1,5 @@
-"""The real ``lernie`` CLI as a process: one runner (text or bytes), and its checks.
+"""The real ``lernie`` and ``lernie-check`` commands as processes: one runner (text or
+bytes), and its checks.
 
 The child gets this process's environment without any ``LERNIE_*`` variable (a
 setting of the shell running the tests never leaks into a test), plus ``env``; its
@@ -43,6 +44,15 @@ def run_cli(
     )  # fmt: skip
 
 
+CHECK_CLI = [sys.executable, "-m", "lernie_stateful.cli"]
+"""``lernie-check`` as this interpreter runs it (a ``prefix`` for :func:`run_cli`)."""
+
+
+def run_check(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """``lernie-check <args>`` as a real process; text."""
+    return run_cli(list(args), prefix=CHECK_CLI, timeout=timeout)
+
+
 def run_cli_bytes(
     *args: str,
     env: Mapping[str, str] | None = None,
@@ -64,11 +74,18 @@ def cli_ok(*args: str) -> str:
     return proc.stdout
 
 
-def one_line(proc: subprocess.CompletedProcess[bytes], verb: str, code: int = 1) -> str:
-    """Assert a declined verb: exit ``code``, nothing on stdout, one ``lernie <verb>:`` line."""
-    err = proc.stderr.decode("utf-8", "replace")
+def one_line(
+    proc: subprocess.CompletedProcess[bytes] | subprocess.CompletedProcess[str],
+    verb: str,
+    code: int = 1,
+) -> str:
+    """Assert a declined verb: exit ``code``, nothing on stdout, one ``lernie <verb>:`` line
+    (text or bytes)."""
+    raw_err, raw_out = proc.stderr, proc.stdout
+    err = raw_err.decode("utf-8", "replace") if isinstance(raw_err, bytes) else raw_err
+    out = raw_out.decode("utf-8", "replace") if isinstance(raw_out, bytes) else raw_out
     assert proc.returncode == code, err
-    assert proc.stdout == b""
+    assert out == ""
     lines = err.splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"lernie {verb}: "), err
     return lines[0]

@@ -39,3 +39,18 @@ def tree_listing(root: Path) -> list[str]:
         for name in dirs + files:
             out.append(os.path.relpath(os.path.join(base, name), root))
     return sorted(out)
+
+
+def worktree_files(root: Path) -> dict[str, bytes]:
+    """Every regular file below ``root`` but ``.git`` (a link is recorded by its target)."""
+    out: dict[str, bytes] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d != ".git"]
+        for name in filenames:
+            path = Path(dirpath) / name
+            if name == ".git" and Path(dirpath) == root:
+                continue
+            key = str(path.relative_to(root))
+            out[key] = (b"link:" + os.readlink(path).encode()) if path.is_symlink() else (
+                path.read_bytes())
+    return out

@@ -1,5 +1,4 @@
-"""The work tools' tests: a real agent in a real workspace, one call of a tool, what it
-left on disk, and whether a process still runs."""
+"""The work tools' tests: a real agent in a real workspace and one call of a tool."""
 
 from __future__ import annotations
 
@@ -48,27 +47,3 @@ def failed(result: Block) -> str:
 
 def tree(ctx: ToolContext) -> Path:
     return ctx.ws.worktree(ctx.agent_id)
-
-
-def snapshot(root: Path) -> dict[str, bytes]:
-    """Every regular file below ``root`` but ``.git`` (a link is recorded by its target)."""
-    out: dict[str, bytes] = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d != ".git"]
-        for name in filenames:
-            path = Path(dirpath) / name
-            if name == ".git" and Path(dirpath) == root:
-                continue
-            key = str(path.relative_to(root))
-            out[key] = (b"link:" + os.readlink(path).encode()) if path.is_symlink() else (
-                path.read_bytes())
-    return out
-
-
-def gone(pid: int) -> bool:
-    """The process no longer runs (a zombie awaiting its reaper counts as gone)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
-    except OSError:
-        return True

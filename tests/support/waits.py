@@ -2,31 +2,14 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
+from lernie_stateful.conform.quiescence import wait_quiescent as kit_wait
+
 from lernie_ref.substrate.workspace import Workspace
-from tests.support.processes import processes_mentioning
 
 
 def wait_quiescent(ws: Workspace | Path, timeout: float = 120.0) -> None:
-    """Wait until no process names the workspace on its command line (launched drivers done).
-
-    Polls with a generous timeout; never asserts on timing. The workspace must look quiet
-    at two polls in a row: a driver that ``lernie message`` has just spawned can still be
-    inside ``execve``, where its command line reads empty, when the command returns.
-    """
-    root = str(Path(ws.root if isinstance(ws, Workspace) else ws))
-    deadline = time.monotonic() + timeout
-    calm = 0
-    while calm < 2:
-        if processes_mentioning(root):
-            calm = 0
-            if time.monotonic() > deadline:
-                raise AssertionError(
-                    f"processes still running on {root}: {processes_mentioning(root)}"
-                )
-        else:
-            calm += 1
-        if calm < 2:
-            time.sleep(0.05)
+    """The kit's wait (no process names the workspace, no inbox locked), on a reference
+    workspace with a generous timeout; the reference's own tree wait is for ``--wait``."""
+    kit_wait(Path(ws.root if isinstance(ws, Workspace) else ws), timeout=timeout)

@@ -11,7 +11,8 @@ from pathlib import Path
 from lernie_ref.substrate.shell import marked_pids
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import poll
-from tests.support.tool_calls import agent, call, failed, gone, ok, text, tree
+from tests.support.processes import gone
+from tests.support.tool_calls import agent, call, failed, ok, text, tree
 
 
 def test_r_tool_4_success_exit_status_stdout_and_stderr(ws: Workspace) -> None:

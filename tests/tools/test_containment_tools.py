@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from lernie_ref.substrate.workspace import Workspace
-from tests.support.tool_calls import agent, call, failed, snapshot, tree
+from tests.support.snapshots import worktree_files
+from tests.support.tool_calls import agent, call, failed, tree
 
 
 def patch(*body: str) -> str:
@@ -52,11 +53,11 @@ def test_r_tool_2_links_are_refused_by_every_file_tool(ws: Workspace, outside: P
 @pytest.mark.parametrize("path", ["../x", "a/../../x", "/etc/hostname", ".git/config", "x\0y"])
 def test_r_tool_2_escaping_paths_are_refused_as_text(ws: Workspace, path: str) -> None:
     ctx = agent(ws)
-    before = snapshot(tree(ctx))
+    before = worktree_files(tree(ctx))
     for result in (call(ctx, "read_file", path=path), call(ctx, "cd", path=path),
                    call(ctx, "apply_patch", input=patch(f"*** Add File: {path}", "+x"))):
         assert "refused" in failed(result) or "NUL" in failed(result)
-    assert snapshot(tree(ctx)) == before
+    assert worktree_files(tree(ctx)) == before
 
 
 def test_r_tool_2_a_link_swapped_into_the_current_directory_is_not_followed(

@@ -10,7 +10,8 @@ import pytest
 from lernie_ref.core.tooldefs import DEFAULT_TOOLS
 from lernie_ref.substrate.agentfs import CWD_FILE
 from lernie_ref.substrate.workspace import Workspace
-from tests.support.tool_calls import agent, call, failed, ok, snapshot, text, tree
+from tests.support.snapshots import worktree_files
+from tests.support.tool_calls import agent, call, failed, ok, text, tree
 
 
 def patch(*body: str) -> str:
@@ -83,7 +84,7 @@ def test_r_tool_5_apply_patch_adds_updates_moves_and_deletes(ws: Workspace) -> N
     )))
     assert result == ("patch applied:\nadded docs/new.md\nupdated src/m.py and moved it to "
                       "src/n.py\ndeleted gone.txt")
-    files = snapshot(tree(ctx))
+    files = worktree_files(tree(ctx))
     assert files["docs/new.md"] == b"# New\n\n"
     assert files["src/n.py"] == b"def f():\n    return 2\n"
     assert "src/m.py" not in files and "gone.txt" not in files
@@ -134,26 +135,26 @@ def test_r_tool_5_a_failing_operation_leaves_every_file_untouched(
     (tree(ctx) / "b.txt").write_text("other\n")
     (tree(ctx) / "bin.dat").write_bytes(b"\xff\xfe")
     (tree(ctx) / "sub").mkdir()
-    before = snapshot(tree(ctx))
+    before = worktree_files(tree(ctx))
     # the failing operation comes after others that would succeed: all or nothing
     envelope = patch("*** Add File: first.txt", "+1", "*** Update File: b.txt", "-other",
                      "+changed", "*** Delete File: a.txt", "*** Add File: a.txt", "+alpha",
                      "+beta", *body)
     line = failed(call(ctx, "apply_patch", input=envelope))
     assert line.startswith("lernie tool apply_patch: ") and needle in line and "\n" not in line
-    assert snapshot(tree(ctx)) == before
+    assert worktree_files(tree(ctx)) == before
 
 
 def test_r_tool_5_a_malformed_envelope_leaves_every_file_untouched(ws: Workspace) -> None:
     ctx = agent(ws)
     (tree(ctx) / "a.txt").write_text("alpha\n")
-    before = snapshot(tree(ctx))
+    before = worktree_files(tree(ctx))
     for bad in ("*** Begin Patch\n*** Delete File: a.txt\n",
                 "*** Delete File: a.txt\n*** End Patch\n",
                 patch("*** Delete File: a.txt", "*** Bogus"),
                 patch("*** Delete File: a.txt", "*** Update File: a.txt")):
         assert "lernie tool apply_patch: " in failed(call(ctx, "apply_patch", input=bad))
-        assert snapshot(tree(ctx)) == before
+        assert worktree_files(tree(ctx)) == before
 
 
 def test_r_tool_1_a_tool_not_enabled_is_an_error_result(ws: Workspace) -> None:

@@ -23,10 +23,9 @@ from lernie_ref.substrate.lock import try_acquire
 from lernie_ref.substrate.shell import marked_pids
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import Inline, poll
-from tests.support.processes import driver_pids
+from tests.support.processes import driver_pids, gone
 from tests.support.readers import entries, lock_is_free, names
 from tests.support.runners import run_cli
-from tests.support.tool_calls import gone
 from tests.support.waits import wait_quiescent
 
 

@@ -38,7 +38,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from lernie_stateful.audit import Layout
+from lernie_stateful.audit.layout import Layout
 from lernie_stateful.conform.kit_model import DEFAULT_TOOLS, ToolSpec
 
 REQUIRED_VERBS = ("new", "prompt", "dispatch", "message", "scan", "stop")

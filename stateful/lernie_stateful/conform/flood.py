@@ -22,6 +22,7 @@ from pathlib import Path
 
 from lernie_stateful.conform.adapter import Adapter
 from lernie_stateful.conform.outcome import accounting_faults, agent_ids, body_faults, user_bodies
+from lernie_stateful.conform.quiescence import Failed, wait_quiescent
 
 FLOOD_QUIESCENCE = 300.0
 
@@ -55,8 +56,6 @@ class FloodResult:
 def flood(adapter: Adapter, ws: Path, writers: int = 8, per_writer: int = 25) -> FloodResult:
     """Run the flood in a fresh workspace ``ws`` through the adapter (already bound to its
     run, :func:`lernie_stateful.conform.session.prepared`)."""
-    from lernie_stateful.conform.run import Failed, wait_quiescent
-
     t0 = time.monotonic()
     out = FloodResult(writers, per_writer)
     env = adapter.env({}, os.environ)
@@ -73,7 +72,7 @@ def flood(adapter: Adapter, ws: Path, writers: int = 8, per_writer: int = 25) ->
                                 + proc.stderr.decode("utf-8", "replace").strip()[:200])
             return out
     try:
-        wait_quiescent(ws, adapter)
+        wait_quiescent(ws, adapter.layout)
     except Failed as exc:
         out.failures.append(f"before the flood: {exc}")
         return out
@@ -104,7 +103,7 @@ def flood(adapter: Adapter, ws: Path, writers: int = 8, per_writer: int = 25) ->
     for t in threads:
         t.join()
     try:
-        wait_quiescent(ws, adapter, FLOOD_QUIESCENCE)
+        wait_quiescent(ws, adapter.layout, FLOOD_QUIESCENCE)
     except Failed as exc:
         out.faults.append(f"after the flood: {exc}")
     prompt = b"the flood's target"

@@ -64,7 +64,10 @@ from typing import TYPE_CHECKING
 from lernie_spec import model as M
 from lernie_spec.model import NOBODY, USER, Action, Role, Scope, State
 
+from lernie_stateful import procfs
 from lernie_stateful.conform.adapter import Adapter
+from lernie_stateful.conform.quiescence import Failed, wait_quiescent
+from lernie_stateful.conform.watch import DeliveryKill, WatchError
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
@@ -546,21 +549,10 @@ def real_observation(ws: Path, adapter: Adapter) -> Observation:
 
 
 def _lock_holders(ws: Path, adapter: Adapter, aid: str) -> list[int]:
-    """Pids holding a flock on the agent's inbox directory (``/proc/locks``)."""
-    try:
-        st = os.stat(ws / adapter.layout.inbox / aid)
-        with open("/proc/locks", encoding="ascii") as handle:
-            table = handle.read()
-    except OSError:
-        return []
-    want = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
-    pids = []
-    for line in table.splitlines():
-        parts = line.split()
-        if len(parts) > 5 and parts[1] == "FLOCK" and parts[5] == want and \
-                parts[4].isdigit() and int(parts[4]) != os.getpid():
-            pids.append(int(parts[4]))
-    return pids
+    """Pids (other than ours) holding a flock on the agent's inbox directory."""
+    me = os.getpid()
+    return [pid for pid in procfs.flock_holders(ws / adapter.layout.inbox / aid)
+            if pid is not None and pid != me]
 
 
 def body_faults(ws: Path, adapter: Adapter, sent: Mapping[str, Sequence[bytes]]) -> list[str]:
@@ -655,9 +647,6 @@ class Run:
 
 def run_program(p: Program, adapter: Adapter, ws: Path) -> Run:
     """Run the program through the adapter as subprocesses; read the final state."""
-    from lernie_stateful.conform.run import Failed, wait_quiescent
-    from lernie_stateful.conform.watch import DeliveryKill, WatchError
-
     findings: list[str] = []
     killed: list[str] = []
     sent: dict[str, list[bytes]] = {}
@@ -699,7 +688,7 @@ def run_program(p: Program, adapter: Adapter, ws: Path) -> Run:
                 ids = agent_ids(ws, adapter)
                 if inp.verb == "wait":
                     try:
-                        wait_quiescent(ws, adapter)
+                        wait_quiescent(ws, adapter.layout)
                     except Failed as exc:
                         findings.append(f"{inp.show().strip()}: {exc}")
                     disarm()  # as in the model: a kill not taken by now is not taken
@@ -757,7 +746,7 @@ def run_program(p: Program, adapter: Adapter, ws: Path) -> Run:
                     findings.append(f"{inp.show().strip()}: exit {proc.returncode} "
                                     f"({err.decode('utf-8', 'replace').strip()[:200]})")
         try:
-            wait_quiescent(ws, adapter)
+            wait_quiescent(ws, adapter.layout)
         except Failed as exc:
             findings.append(f"end of program: {exc}")
     finally:

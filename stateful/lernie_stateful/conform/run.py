@@ -6,12 +6,14 @@ holds cases; each case cites the rule ids it checks and is a list of steps: run 
 verb through the adapter's argv template as a subprocess (expected exit code,
 stdout and stderr, exact or as a regular expression; ``parallel = N`` starts N
 copies at once, for writers that race), write a file by hand, wait for a file to
-appear (a point inside a run), or wait for quiescence. After the last step the
-kit waits for quiescence (no flock held on any inbox, no process naming the
-workspace; a timeout is itself a failure), compares files, directories, file
-counts, refs and commit subjects, and finally runs the workspace audit
-(:mod:`lernie_stateful.audit`) on what is left. A case needing a verb the
-adapter does not give is *not applicable*.
+appear (a point inside a run), make a symbolic link, or wait for quiescence. After
+the last step the kit waits for quiescence (no flock held on any inbox, no process
+naming the workspace; a timeout, ``quiescence`` seconds for a case that sets it, is
+itself a failure), compares files, directories, file counts, refs and commit
+subjects, the tool results an agent's transcript holds and the files at the tip of
+its branch (the tool programs, ``scenarios/tools.toml``), and finally runs the
+workspace audit (:mod:`lernie_stateful.audit`) on what is left. A case needing a
+verb the adapter does not give is *not applicable*.
 
 The scorecard groups cases by rule area (``R-DEP-5`` counts for ``R-DEP``; every
 invariant for ``I``): passed / failed / not applicable, with the first failing
@@ -20,16 +22,12 @@ case and its first difference.
 
 from __future__ import annotations
 
-import argparse
-import contextlib
 import fnmatch
 import json
 import os
 import re
 import shutil
-import signal
 import subprocess
-import sys
 import tempfile
 import time
 import tomllib
@@ -38,15 +36,20 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from lernie_spec import cliopts
 from lernie_spec.cliopts import Progress
 
 from lernie_stateful.audit import AuditError, audit
-from lernie_stateful.conform.adapter import Adapter, AdapterError, fill, load
-from lernie_stateful.conform.outcome import ProgramError, Verdict
+from lernie_stateful.conform.adapter import Adapter, AdapterError, fill
+from lernie_stateful.conform.flood import flood
+from lernie_stateful.conform.outcome import Verdict, all_programs, check, load_programs
+from lernie_stateful.conform.quiescence import (
+    QUIESCENCE_TIMEOUT,
+    Failed,
+    kill_naming,
+    wait_quiescent,
+)
 from lernie_stateful.conform.session import prepared
 
-QUIESCENCE_TIMEOUT = 60.0
 STEP_TIMEOUT = 120.0
 
 
@@ -134,10 +137,6 @@ def _area_key(area: str) -> tuple[int, str]:
     return (1 if area in ("I", "D") else 0, area)
 
 
-class Failed(Exception):
-    """One difference between what the implementation did and what the scenario expects."""
-
-
 # ---------------------------------------------------------------------------
 
 
@@ -158,57 +157,12 @@ def cases_of(files: Sequence[tuple[str, str]]) -> list[tuple[str, dict[str, obje
     return out
 
 
-def _processes_naming(needle: str) -> list[int]:
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                if needle.encode() in handle.read():
-                    pids.append(int(entry))
-        except OSError:
-            continue
-    return pids
-
-
-def _locked_inboxes(inbox_root: Path) -> list[str]:
-    try:
-        names = os.listdir(inbox_root)
-        with open("/proc/locks") as handle:
-            table = handle.read()
-    except OSError:
-        return []
-    held = set()
-    for line in table.splitlines():
-        parts = line.split()
-        if len(parts) > 5 and parts[1] == "FLOCK":
-            held.add(parts[5])
-    out = []
-    for name in names:
-        with contextlib.suppress(OSError):
-            st = os.stat(inbox_root / name)
-            if f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}" in held:
-                out.append(name)
-    return out
-
-
-def wait_quiescent(ws: Path, adapter: Adapter, timeout: float = QUIESCENCE_TIMEOUT) -> None:
-    """Twice in a row, a poll apart: no process names the workspace, no inbox lock is held."""
-    deadline = time.monotonic() + timeout
-    quiet = 0
-    while quiet < 2:
-        busy = _processes_naming(str(ws)) or _locked_inboxes(ws / adapter.layout.inbox)
-        quiet = 0 if busy else quiet + 1
-        if busy and time.monotonic() > deadline:
-            raise Failed(f"no quiescence after {timeout:.0f}s (still busy: {busy})")
-        time.sleep(0.05)
-
-
 class CaseRunner:
-    def __init__(self, adapter: Adapter, ws: Path) -> None:
+    def __init__(self, adapter: Adapter, ws: Path,
+                 quiescence: float = QUIESCENCE_TIMEOUT) -> None:
         self.adapter = adapter
         self.ws = ws
+        self.quiescence = quiescence
         lay = adapter.layout
         self.vars: dict[str, str] = {
             "ws": str(ws), "prog": adapter.program, "repo": lay.repo, "inbox": lay.inbox,
@@ -229,7 +183,7 @@ class CaseRunner:
             self.verb({"verb": "new", "exit": 0})
         for step in _tables(case.get("step")):
             if step.get("wait"):
-                wait_quiescent(self.ws, self.adapter)
+                wait_quiescent(self.ws, self.adapter.layout, self.quiescence)
             elif "wait_for" in step:
                 self.wait_for(self.text(step["wait_for"]))
             elif "write" in step:
@@ -238,12 +192,19 @@ class CaseRunner:
                 path = self.ws / self.text(spec["path"])
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(self.text(spec["text"]), encoding="utf-8")
+            elif "symlink" in step:
+                spec = step["symlink"]
+                assert isinstance(spec, dict)
+                path = self.ws / self.text(spec["path"])
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.symlink_to(self.text(spec["target"]))
             else:
                 self.verb(step)
-        wait_quiescent(self.ws, self.adapter)
+        wait_quiescent(self.ws, self.adapter.layout, self.quiescence)
         expect = case.get("expect", {})
         assert isinstance(expect, dict)
         self.expect(expect)
+        self.expect_work(expect)
         if self.adapter.layout.repo and (self.ws / self.adapter.layout.repo).is_dir():
             try:
                 report = audit(self.ws, self.adapter.layout)
@@ -360,6 +321,93 @@ class CaseRunner:
                     raise Failed(f"commit {i + 1} of {agent} is {got!r}, expected "
                                  f"{self.text(pat)!r}")
 
+    def expect_work(self, expect: Mapping[str, object]) -> None:
+        """The tool programs' expectations (``results``, ``committed``, ``uncommitted``):
+        the agent's tool results as its transcript holds them, and its branch's tree."""
+        results = expect.get("results", {})
+        assert isinstance(results, dict)
+        for var, wanted in results.items():
+            agent = self.vars.get(str(var), str(var))
+            got = self.tool_results(agent)
+            wants = _tables(wanted)
+            if len(got) != len(wants):
+                shown = "; ".join(("error " if e else "ok ") + _short(t, 80) for e, t in got)
+                raise Failed(f"{agent}'s transcript holds {len(got)} tool result(s), expected "
+                             f"{len(wants)}: {shown or 'none'}")
+            problems = [p for k, (want, got_k) in enumerate(zip(wants, got, strict=True), 1)
+                        for p in self.result_problems(k, len(got), want, *got_k)]
+            if problems:
+                raise Failed("; ".join(problems))
+        committed = expect.get("committed", {})
+        assert isinstance(committed, dict)
+        for var, paths in committed.items():
+            agent = self.vars.get(str(var), str(var))
+            assert isinstance(paths, dict)
+            for rel, want in paths.items():
+                found = self.git_file(agent, str(rel))
+                if found != self.text(want):
+                    raise Failed(f"{rel} at the tip of {agent}'s branch is "
+                                 f"{'missing' if found is None else repr(found)}, expected "
+                                 f"{self.text(want)!r}")
+        uncommitted = expect.get("uncommitted", {})
+        assert isinstance(uncommitted, dict)
+        for var, paths in uncommitted.items():
+            agent = self.vars.get(str(var), str(var))
+            for rel in _strs(paths):
+                if self.git_file(agent, rel) is not None:
+                    raise Failed(f"{rel} is in the tree at the tip of {agent}'s branch, "
+                                 "expected nothing there")
+
+    def result_problems(self, k: int, n: int, want: Mapping[str, object], error: bool,
+                        text: str) -> list[str]:
+        """How tool result ``k`` of ``n`` differs from what the case expects of it."""
+        what = f"tool result {k} of {n} ({_short(text, 160)})"
+        out: list[str] = []
+        if "error" in want and error != bool(want["error"]):
+            out.append(f"{what} is {'an error' if error else 'a success'}, expected "
+                       f"{'an error' if want['error'] else 'a success'}")
+        out += [f"{what} does not hold {self.text(part)!r}"
+                for part in _strs(want.get("contains")) if self.text(part) not in text]
+        out += [f"{what} holds {self.text(part)!r}"
+                for part in _strs(want.get("lacks")) if self.text(part) in text]
+        if "search" in want and not self.pattern(want["search"]).search(text):
+            out.append(f"{what} has no match for {self.text(want['search'])!r}")
+        size = len(text.encode("utf-8"))
+        if "max_bytes" in want and size > int(str(want["max_bytes"])):
+            out.append(f"{what} is {size} bytes, expected at most {want['max_bytes']}")
+        return out
+
+    def tool_results(self, agent: str) -> list[tuple[bool, str]]:
+        """(is_error, text) of every tool result in the agent's transcript, in entry order:
+        the blocks of its ``NNN-tool.json`` entries, text blocks joined."""
+        lay = self.adapter.layout
+        out: list[tuple[bool, str]] = []
+        folder = self.ws / lay.agents / agent / lay.messages
+        for path in sorted(folder.glob("*-tool.json")):
+            try:
+                blocks = json.loads(path.read_bytes())
+            except (OSError, ValueError) as exc:
+                raise Failed(f"{path.name} of {agent} is no tool entry: {exc}") from None
+            for block in blocks if isinstance(blocks, list) else [blocks]:
+                if not isinstance(block, dict) or block.get("type") != "tool_result":
+                    raise Failed(f"{path.name} of {agent} holds {_short(str(block))}, "
+                                 "not a tool_result block")
+                content = block.get("content")
+                text = content if isinstance(content, str) else "".join(
+                    str(c.get("text", "")) for c in content if isinstance(c, dict)
+                ) if isinstance(content, list) else ""
+                out.append((block.get("is_error") is True, text))
+        return out
+
+    def git_file(self, agent: str, rel: str) -> str | None:
+        """The file ``rel`` (relative to the worktree) in the tree at the tip of the agent's
+        branch, or None where the tree has no such file."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+        ref = self.adapter.layout.agent_ref_prefix + agent
+        proc = subprocess.run(["git", "-C", str(self.ws / self.adapter.layout.repo), "show",
+                               f"{ref}:{rel}"], capture_output=True, env=env, check=False)
+        return proc.stdout.decode("utf-8", "replace") if proc.returncode == 0 else None
+
     def read(self, rel: str) -> str:
         path = self.ws / rel
         if "*" in rel:
@@ -407,7 +455,7 @@ def conform(adapter: Adapter, files: Sequence[tuple[str, str]] | None = None,
         cases = cases_of(files if files is not None else scenario_files())
         for k, (name, case) in enumerate(cases):
             cid = str(case.get("id"))
-            if only and only not in cid:
+            if only and only not in cid and only != name:
                 continue
             if progress is not None:
                 failed = sum(r.status == "failed" for r in card.results)
@@ -425,16 +473,15 @@ def conform(adapter: Adapter, files: Sequence[tuple[str, str]] | None = None,
             try:
                 with prepared(adapter, ws.parent,
                               keep and ws.parent / "model-requests.jsonl") as live:
-                    CaseRunner(live, ws).run(case)
+                    CaseRunner(live, ws, float(str(case.get("quiescence",
+                                                            QUIESCENCE_TIMEOUT)))).run(case)
                 result = CaseResult(cid, name, rules, "passed")
             except (Failed, AdapterError) as exc:
                 result = CaseResult(cid, name, rules, "failed", str(exc))
             except subprocess.TimeoutExpired as exc:
                 result = CaseResult(cid, name, rules, "failed", f"timed out: {exc.cmd!r}")
             finally:
-                for pid in _processes_naming(str(ws)):  # a failed case's drivers
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(pid, signal.SIGKILL)
+                kill_naming(ws)  # a failed case's drivers
             result.seconds = round(time.monotonic() - t0, 2)
             card.results.append(result)
             if keep is None:
@@ -450,8 +497,6 @@ def outcome_check(adapter: Adapter, card: Scorecard, examples: int, seed: int,
     """Run the outcome programs (docs/conformance.md, "Outcome conformance"); each joins
     the scorecard as a case of the area ``outcome``. Returns the failure reports;
     ``verdicts`` collects the failing programs' verdicts (for the HTML report)."""
-    from lernie_stateful.conform.outcome import all_programs, check, load_programs
-
     start = time.monotonic()
     programs = (load_programs(program_file.read_text(encoding="utf-8")) if program_file
                 else all_programs(examples, seed))
@@ -470,9 +515,7 @@ def outcome_check(adapter: Adapter, card: Scorecard, examples: int, seed: int,
                               keep and ws.parent / "model-requests.jsonl") as live:
                     v = check(p, live, ws)
             finally:
-                for pid in _processes_naming(str(ws)):
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(pid, signal.SIGKILL)
+                kill_naming(ws)  # a failed case's drivers
             status = "passed" if v.passed else "n/a" if v.inconclusive else "failed"
             card.results.append(CaseResult(f"outcome:{p.id}", "outcome", ["outcome"], status,
                                            v.one_line(),
@@ -491,8 +534,6 @@ def flood_check(adapter: Adapter, card: Scorecard, writers: int, per_writer: int
                 keep: Path | None = None) -> None:
     """The same-sender flood (:mod:`lernie_stateful.conform.flood`) as one case of the area
     ``accounting``."""
-    from lernie_stateful.conform.flood import flood
-
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="lernie-flood-") as tmp:
         ws = (keep or Path(tmp)) / f"flood-{writers}x{per_writer}" / "ws"
@@ -501,9 +542,7 @@ def flood_check(adapter: Adapter, card: Scorecard, writers: int, per_writer: int
             with prepared(adapter, ws.parent) as live:
                 result = flood(live, ws, writers, per_writer)
         finally:
-            for pid in _processes_naming(str(ws)):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
+            kill_naming(ws)
         card.results.append(CaseResult(
             f"accounting:same-sender-flood-{writers}x{per_writer}", "accounting",
             ["accounting"], "passed" if result.passed else "failed", result.one_line(),
@@ -524,98 +563,3 @@ def program_file(spec: str) -> Path:
         raise AdapterError(f"no program file {spec} and no installed program set of that "
                            f"name (installed: {', '.join(names)})")
     return Path(str(found))
-
-
-def _flood_size(text: str) -> tuple[int, int]:
-    writers, _, each = text.partition("x")
-    if not (writers.isdigit() and each.isdigit() and int(writers) > 0 and int(each) > 0):
-        raise argparse.ArgumentTypeError(f"{text!r} is not WRITERSxMESSAGES (e.g. 8x25)")
-    return int(writers), int(each)
-
-
-def build_parser(prog: str = "lernie-check conform") -> argparse.ArgumentParser:
-    parser = cliopts.parser(
-        prog, "Run the exact-interface scenarios through an implementation's command line\n"
-              "and print a scorecard per SPEC rule area; with --outcome, also programs of\n"
-              "operator inputs whose final state must be one the model reaches.")
-    parser.add_argument("--impl", required=True,
-                        help="an installed adapter ('lernie', the reference's own; "
-                        "'lernie-anthropic' and 'lernie-openai', the reference through its HTTP "
-                        "model adapters and the kit's model server) or an adapter TOML file")
-    fmt = parser.add_mutually_exclusive_group()
-    fmt.add_argument("--json", action="store_true", help="one JSON object")
-    fmt.add_argument("--markdown", action="store_true", help="a Markdown table")
-    cliopts.add_common(parser, json=False, html=True)
-    parser.add_argument("--scenarios", type=Path, help="a directory of scenario files to run "
-                        "instead of the installed ones")
-    parser.add_argument("-k", dest="only", help="run only cases whose id contains this text")
-    parser.add_argument("--seeded-bug", metavar="NAME",
-                        help="with --impl lernie: score the reference with one seeded bug of "
-                        "`lernie-check bugs` applied in every process it starts")
-    parser.add_argument("--keep", type=Path, help="leave each case's workspace under this "
-                        "directory (for reading a failure)")
-    parser.add_argument("--outcome", action="store_true",
-                        help="also run the outcome check: programs of operator inputs whose "
-                        "final state must be one the model reaches (area 'outcome')")
-    parser.add_argument("--outcome-only", action="store_true",
-                        help="run only the outcome check (no exact-interface scenarios)")
-    parser.add_argument("--examples", type=int, default=4, metavar="N",
-                        help="generated outcome programs besides the regression set")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the generated programs")
-    parser.add_argument("--programs", help="a TOML file of outcome programs to run instead "
-                        "of the regression set and the generated ones, or the name of an "
-                        "installed set (lernie-0.0.11: the profile's predictions)")
-    parser.add_argument("--flood", type=_flood_size, metavar="WxN",
-                        help="also run the same-sender flood: W concurrent writers send N "
-                        "messages each to one agent; every accepted message must be there "
-                        "exactly once (area 'accounting'; e.g. 8x25)")
-    parser.add_argument("--show-program", action="store_true",
-                        help="print each failing outcome program's full report on stderr "
-                        "(as -v does)")
-    return parser
-
-
-def main(argv: Sequence[str]) -> int:
-    args = build_parser().parse_args(argv)
-    progress = Progress.of("lernie-check conform", args.quiet, args.verbose)
-    verdicts: list[Verdict] = []
-    try:
-        with tempfile.TemporaryDirectory(prefix="lernie-seeded-") as build_dir:
-            if args.seeded_bug:
-                if args.impl != "lernie":
-                    raise AdapterError("--seeded-bug patches the reference: use --impl lernie")
-                from lernie_stateful.conform.seeded import build
-
-                adapter = load(str(build(args.seeded_bug, Path(build_dir))))
-            else:
-                adapter = load(args.impl)
-            files = scenario_files(args.scenarios) if args.scenarios else None
-            card = (Scorecard(adapter.name) if args.outcome_only
-                    else conform(adapter, files, args.only, args.keep, progress))
-            if args.outcome or args.outcome_only or args.programs:
-                reports = outcome_check(adapter, card, args.examples, args.seed,
-                                        program_file(args.programs) if args.programs
-                                        else None, args.keep, progress, verdicts)
-                progress.done()
-                if args.show_program or args.verbose:
-                    for text in reports:
-                        print(text + "\n", file=sys.stderr)
-            if args.flood:
-                writers, each = args.flood
-                flood_check(adapter, card, writers, each, args.keep)
-    except (AdapterError, ProgramError, tomllib.TOMLDecodeError, OSError) as exc:
-        progress.done()
-        print(f"lernie-check conform: {exc}", file=sys.stderr)
-        return 1
-    progress.done()
-    if args.html:
-        from lernie_stateful.report import scorecard_page, write
-
-        write(args.html, scorecard_page(card, verdicts))
-    if args.json:
-        print(json.dumps(card.as_json(), indent=1))
-    elif args.markdown:
-        print(card.markdown())
-    else:
-        print(card.text())
-    return 0 if card.applicable and card.passed == card.applicable else 1

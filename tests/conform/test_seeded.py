@@ -47,8 +47,8 @@ CAUGHT_BY: dict[str, tuple[str, ...]] = {
     "budget-not-marked": ("a-spent-budget-leaves-its-mark",),
     "delivery-never-committed": ("prompt-prints-a-root-id-and-its-first-entry-lands",
                                  "the-sender-comes-from-the-conversation-branch-variable"),
-    "patch-writes-before-checking": (),  # see INVISIBLE
-    "bash-kills-the-shell-only": (),  # see INVISIBLE
+    "patch-writes-before-checking": ("a-patch-that-does-not-apply-changes-nothing",),
+    "bash-kills-the-shell-only": ("a-bash-call-leaves-nothing-running",),
 }
 
 AUDITED = {
@@ -61,10 +61,6 @@ INVISIBLE = {
     # Its outcome differs from the reference only when the driver dies between the deposit's
     # unlink and the entry's write, a window no file marks: no race-free case can show it.
     "drain-unlinks-before-commit",
-    # The work tools' bugs: no scenario of the kit calls `apply_patch` or `bash` yet; the
-    # refinement machine catches both (tests/refine/test_tool_calls.py).
-    "patch-writes-before-checking",
-    "bash-kills-the-shell-only",
 }
 
 CI_BUGS = ("no-release-rule", "no-crash-settlement", "no-stray-recovery")

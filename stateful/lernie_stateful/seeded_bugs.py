@@ -259,8 +259,13 @@ BUGS: tuple[Bug, ...] = (
         "(R-TR-3)", "", _uncommitted_delivery),
     Bug("patch-writes-before-checking", "apply_patch writes each operation before it has "
         "checked the next (R-TOOL-5)", "", _patch_writes_as_it_goes),
+)
+
+PLANTED: tuple[Bug, ...] = (
     Bug("bash-kills-the-shell-only", "a bash call's end kills the shell, not its group "
         "(R-TOOL-4)", "", _timeout_kills_the_shell),
 )
+"""Bugs the hand-played tests plant (``--only`` runs them too) that the CI call of
+``lernie-check bugs`` leaves out: its budget does not catch them reliably yet."""
 
-BY_NAME = {b.name: b for b in BUGS}
+BY_NAME = {b.name: b for b in (*BUGS, *PLANTED)}

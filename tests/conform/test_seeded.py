@@ -48,7 +48,6 @@ CAUGHT_BY: dict[str, tuple[str, ...]] = {
     "delivery-never-committed": ("prompt-prints-a-root-id-and-its-first-entry-lands",
                                  "the-sender-comes-from-the-conversation-branch-variable"),
     "patch-writes-before-checking": ("a-patch-that-does-not-apply-changes-nothing",),
-    "bash-kills-the-shell-only": ("a-bash-call-leaves-nothing-running",),
 }
 
 AUDITED = {

@@ -20,7 +20,8 @@ import time
 from collections.abc import Callable
 
 from lernie_ref.actors.hop import HopDeps, HopResult, Outcome, hop_actor
-from lernie_ref.adapters import ModelAdapter, ScriptedModel
+from lernie_ref.adapters.protocol import ModelAdapter
+from lernie_ref.adapters.scripted import ScriptedModel
 from lernie_ref.core.actor import Passed
 from lernie_ref.core.clock import Clock, FixedClock, SystemClock
 from lernie_ref.core.stepper import Stepper

@@ -34,16 +34,12 @@ from pathlib import Path
 
 from lernie_ref.actors.drain import drain_actor, recover_strays
 from lernie_ref.actors.exit_protocol import conclude_actor, terminal_ref
+from lernie_ref.actors.mark_repair import landed_result, repair_returned_mark
 from lernie_ref.actors.probe import probe_actor
+from lernie_ref.actors.readings import mark_value, unsent_reply
 from lernie_ref.actors.release import notice, release_actor
-from lernie_ref.actors.sweep import (
-    landed_result,
-    mark_value,
-    repair_returned_mark,
-    unsent_reply,
-)
 from lernie_ref.actors.tools import ToolContext, run_tool
-from lernie_ref.adapters import ModelAdapter, ModelRequest
+from lernie_ref.adapters.protocol import ModelAdapter, ModelRequest
 from lernie_ref.core import debt
 from lernie_ref.core.actor import Actor, Passed
 from lernie_ref.core.clock import Clock

@@ -18,7 +18,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from lernie_ref.adapters import ModelReply, ModelRequest
+from lernie_ref.adapters.protocol import ModelReply, ModelRequest
 from lernie_ref.adapters.provider import (
     ProviderModel,
     check_json,

@@ -33,7 +33,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Generic, TypeVar
 
-from lernie_ref.adapters import ModelReply, ModelRequest, StopCheck
+from lernie_ref.adapters.protocol import ModelReply, ModelRequest, StopCheck
 from lernie_ref.core.errors import ConfigError, ModelError
 from lernie_ref.substrate.config import ProviderSettings
 

@@ -9,14 +9,14 @@ one table of them: a :class:`UsageError` exits 2); a returned string is the verb
 product and goes to stdout (R-CLI-1, R-CLI-2, R-CLI-9).
 
 ``lernie message <ws> <agent> <content>`` in its plain form (three positional
-arguments, none starting with ``-``) skips ``argparse``: :func:`_plain_message` hands
-the verb the same three values argparse would, so outputs, errors and exit codes
-are the same; anything else (an option, ``--``, ``-`` for standard input, ``--file``,
-a missing or extra argument) goes through the parser (R-CLI-5, R-CLI-7).
-``lernie scan <ws>`` and ``lernie status <ws>``, each with or without one ``--json``
-before or after the workspace, skip it the same way (:func:`_plain_operator`): they
-read every agent of the workspace, and the parser would cost them as much as a few
-hundred agents.
+arguments, none starting with ``-``) skips ``argparse``:
+:func:`plain_message` hands the verb the same three values
+argparse would, so outputs, errors and exit codes are the same; anything else (an
+option, ``--``, ``-`` for standard input, ``--file``, a missing or extra argument) goes
+through the parser (R-CLI-5, R-CLI-7). ``lernie scan <ws>`` and ``lernie status <ws>``,
+each with or without one ``--json`` before or after the workspace, skip it the same way
+(:func:`~lernie_ref.cli.plain.plain_operator`): they read every agent of the workspace,
+and the parser would cost them as much as a few hundred agents.
 """
 
 from __future__ import annotations
@@ -42,7 +42,20 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from typing import TypeVar
 
+    from lernie_ref.cli.plain import OperatorArgs
+
     _A = TypeVar("_A")
+
+def plain_message(args: list[str]) -> tuple[str, str, str] | None:
+    """``message <ws> <agent> <content>`` with no argument that argparse could read as an
+    option: the workspace, the agent and the content, as argparse would give them;
+    ``None`` for every other command line."""
+    if len(args) != 4 or args[0] != "message":
+        return None
+    if any(a.startswith("-") for a in args):
+        return None
+    return args[1], args[2], args[3]
+
 
 EXIT_STATUS: tuple[tuple[type[LernieError], int], ...] = (
     (UsageError, 2),
@@ -75,53 +88,6 @@ VERBS: dict[str, str] = {
     "stop": "stop an agent's executor and those of its descendants",
     "status": "show every agent: executor, pending mail, last epitaph",
 }
-
-
-class _MessageArgs:
-    """The values argparse would give ``lernie message`` in its plain form."""
-
-    verb = "message"
-
-    def __init__(self, workspace: str, agent: str, content: str) -> None:
-        self.workspace = workspace
-        self.agent = agent
-        self.content = content
-
-
-def _plain_message(args: list[str]) -> _MessageArgs | None:
-    """``message <ws> <agent> <content>`` with no argument that argparse could read as an
-    option; ``None`` for every other command line."""
-    if len(args) != 4 or args[0] != "message":
-        return None
-    if any(a.startswith("-") for a in args):
-        return None
-    return _MessageArgs(args[1], args[2], args[3])
-
-
-class _OperatorArgs:
-    """The values argparse would give ``lernie scan`` or ``lernie status``."""
-
-    def __init__(self, verb: str, workspace: str, json: bool) -> None:
-        self.verb = verb
-        self.workspace = workspace
-        self.json = json
-
-
-OPERATOR_VERBS = ("scan", "status")
-
-
-def _plain_operator(args: list[str]) -> _OperatorArgs | None:
-    """``scan|status <ws>`` with at most one ``--json`` (before or after ``<ws>``) and no
-    other argument argparse could read as an option; ``None`` for every other line."""
-    if not args or args[0] not in OPERATOR_VERBS:
-        return None
-    rest = args[1:]
-    json = rest.count("--json") == 1 and len(rest) == 2
-    if json:
-        rest.remove("--json")
-    if len(rest) != 1 or rest[0].startswith("-"):
-        return None
-    return _OperatorArgs(args[0], rest[0], json)
 
 
 def _parser(selected: str | None) -> argparse.ArgumentParser:
@@ -170,20 +136,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args == ["--version"]:  # as argparse would print it, without importing it
         sys.stdout.write(f"lernie {__version__}\n")
         return 0
-    plain = _plain_message(args)
-    operator = None if plain is not None else _plain_operator(args)
+    plain = plain_message(args)
     call: Callable[[], str | None]
     if plain is not None:
         from lernie_ref.cli import message
 
-        verb = plain.verb
-        call = partial_run(message.run, plain)
+        verb = "message"
+        call = partial_run(message.run, message.PlainArgs(*plain))
     else:
         import importlib
 
+        from lernie_ref.cli.plain import plain_operator
+
+        operator = plain_operator(args)
         if operator is not None:
             verb = operator.verb
-            ns: argparse.Namespace | _OperatorArgs = operator
+            ns: argparse.Namespace | OperatorArgs = operator
         else:
             selected = next((a for a in args if not a.startswith("-")), None)
             if selected not in VERBS:

@@ -76,7 +76,7 @@ def run(ns: argparse.Namespace) -> str | None:
     with contextlib.suppress(OSError):
         os.setpgid(0, 0)
     from lernie_ref.actors.hop import HopDeps, Outcome, hop_actor
-    from lernie_ref.adapters import select_model
+    from lernie_ref.adapters.selection import select_model
     from lernie_ref.core.actor import run as run_actor
     from lernie_ref.core.clock import SystemClock
     from lernie_ref.inbox import AdvanceLauncher

@@ -23,7 +23,17 @@ if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable
 
-    from lernie_ref.cli import _MessageArgs
+
+
+class PlainArgs:
+    """The values argparse would give ``lernie message`` in its plain form (three positional
+    arguments, none starting with ``-``; see :func:`lernie_ref.cli.plain_message`)."""
+
+    def __init__(self, workspace: str, agent: str, content: str) -> None:
+        self.workspace = workspace
+        self.agent = agent
+        self.content = content
+
 
 INTERMIXED = True
 """As :data:`lernie_ref.cli.content.INTERMIXED`, set here without importing that module."""
@@ -52,7 +62,7 @@ def _preflight(root: str) -> Callable[[str], None]:
     return check
 
 
-def run(ns: argparse.Namespace | _MessageArgs) -> str | None:
+def run(ns: argparse.Namespace | PlainArgs) -> str | None:
     sender = inbox.resolve_cli_sender(os.environ.get(inbox.CONV_BRANCH_ENV))
     root = path_text(ns.workspace)
     ws = Registry(root)

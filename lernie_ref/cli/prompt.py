@@ -58,7 +58,7 @@ def _seconds(text: str) -> float:
 
 
 def add_model(parser: argparse.ArgumentParser) -> None:
-    from lernie_ref.substrate.preflight import MODELS
+    from lernie_ref.substrate.configtext import MODELS
 
     parser.add_argument(
         "--model",

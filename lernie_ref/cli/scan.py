@@ -22,7 +22,7 @@ from lernie_ref.substrate.workspace import require_workspace
 if TYPE_CHECKING:
     import argparse
 
-    from lernie_ref.cli import _OperatorArgs
+    from lernie_ref.cli.plain import OperatorArgs
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -30,7 +30,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print a machine-readable report")
 
 
-def run(ns: argparse.Namespace | _OperatorArgs) -> str | None:
+def run(ns: argparse.Namespace | OperatorArgs) -> str | None:
     ws = require_workspace(ns.workspace)
     report = scan(ws, AdvanceLauncher(), SystemClock())
     for agent, to in report.resent:

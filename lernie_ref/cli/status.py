@@ -18,7 +18,7 @@ from lernie_ref.substrate.workspace import require_workspace
 if TYPE_CHECKING:
     import argparse
 
-    from lernie_ref.cli import _OperatorArgs
+    from lernie_ref.cli.plain import OperatorArgs
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -26,7 +26,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
-def run(ns: argparse.Namespace | _OperatorArgs) -> str | None:
+def run(ns: argparse.Namespace | OperatorArgs) -> str | None:
     ws = require_workspace(ns.workspace)
     rows = status(ws)
     disk = disk_advice(ws, free_bytes(ws.root))

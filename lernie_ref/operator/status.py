@@ -17,7 +17,7 @@ import stat
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from lernie_ref.actors.sweep import mark_value, revivals_at, transcript_due
+from lernie_ref.actors.readings import mark_value, revivals_at, transcript_due
 from lernie_ref.core.entry import Entry as _Entry
 from lernie_ref.core.errors import LernieError
 from lernie_ref.core.frontmatter import split_frontmatter, terminal_ref_of
@@ -26,8 +26,9 @@ from lernie_ref.core.record import as_dict, record
 from lernie_ref.core.sweep import REVIVE_LIMIT, Condition, at_rest_mark, condition_of
 from lernie_ref.core.vocab import NAME_FILE, Epitaph, MarkKind
 from lernie_ref.operator.driverlog import last_log_line
-from lernie_ref.operator.stop import LockLine, holders_in, lock_table
+from lernie_ref.operator.stop import holders_in
 from lernie_ref.substrate.deposit import Pending, pending
+from lernie_ref.substrate.procfs import LockLine, lock_table
 from lernie_ref.substrate.refsnap import (
     AgentOids,
     AgentRefs,

@@ -42,6 +42,8 @@ from pathlib import Path
 from lernie_ref.core.errors import ExternalFailure, SelfGroup
 from lernie_ref.core.ids import parent_of
 from lernie_ref.core.record import field, record
+from lernie_ref.substrate import procfs
+from lernie_ref.substrate.procfs import LockLine, lock_table, parse_lock_line
 
 STOP_DEADLINE_S = 30.0
 """R-STOP-5: how long a signalled executor may take to end its exit protocol before SIGKILL."""
@@ -51,18 +53,6 @@ PROBE_GRACE_S = 1.0
 """R-STOP-2: how long a holder that is not a driver must keep the lock to count as one."""
 MAX_ROUNDS = 3
 """R-STOP-3: discovery is repeated after each wait, at most this many rounds in all."""
-
-PROC = Path("/proc")
-
-
-
-
-
-
-
-
-
-
 
 
 @record(frozen=True)
@@ -105,64 +95,7 @@ def is_descendant_or_self(candidate: str, agent: str) -> bool:
     return False
 
 
-@record(frozen=True)
-class LockLine:
-    """One ``/proc/locks``-style line: ``1: FLOCK  ADVISORY  WRITE 5314 fe:00:2170981 0 EOF``."""
-
-    kind: str
-    mode: str
-    pid: int
-    dev_major: int
-    dev_minor: int
-    inode: int
-
-
-def parse_lock_line(text: str) -> LockLine | None:
-    """Parse a lock line (with or without the ``lock:`` prefix); ``None`` for waiters and junk."""
-    fields = text.split()
-    if fields and fields[0] == "lock:":
-        fields = fields[1:]
-    if len(fields) < 6 or "->" in fields:
-        return None
-    kind, mode, pid_text, where = fields[1], fields[3], fields[4], fields[5]
-    parts = where.split(":")
-    if len(parts) != 3:
-        return None
-    try:
-        major, minor, inode = int(parts[0], 16), int(parts[1], 16), int(parts[2])
-        return LockLine(kind, mode, int(pid_text), major, minor, inode)
-    except ValueError:
-        return None
-
-
-def is_exclusive_flock_on(line: LockLine, st: os.stat_result) -> bool:
-    return (
-        line.kind == "FLOCK"
-        and line.mode == "WRITE"
-        and line.inode == st.st_ino
-        and (line.dev_major, line.dev_minor) == (os.major(st.st_dev), os.minor(st.st_dev))
-    )
-
-
-def pgid_of_stat(stat_text: str) -> int | None:
-    """Field 5 of ``/proc/<pid>/stat`` (read after the last ``)``: the comm may hold spaces)."""
-    tail = stat_text.rpartition(")")[2].split()
-    try:
-        return int(tail[2])
-    except (IndexError, ValueError):
-        return None
-
-
-# --------------------------------------------------------------------- /proc readers
-
-
-def lock_table() -> list[LockLine] | None:
-    """Every lock line of ``/proc/locks`` (one read); ``None`` when it cannot be read."""
-    try:
-        text = (PROC / "locks").read_text()
-    except OSError:
-        return None
-    return [line for line in map(parse_lock_line, text.splitlines()) if line is not None]
+# ------------------------------------------ lock holders (/proc through substrate.procfs)
 
 
 def holders_in(table: list[LockLine] | None, inbox: str | Path) -> list[int] | None:
@@ -176,7 +109,7 @@ def holders_in(table: list[LockLine] | None, inbox: str | Path) -> list[int] | N
         return None
     if table is None:
         return None
-    return [line.pid for line in table if is_exclusive_flock_on(line, st)]
+    return [line.pid for line in table if line.is_exclusive_flock_on(st)]
 
 
 def lock_holder_pids(inbox: Path) -> list[int] | None:
@@ -195,49 +128,29 @@ def lock_holder_pids(inbox: Path) -> list[int] | None:
     return holders_in(lock_table(), inbox)
 
 
-def _holding_fds(pid: str, targets: dict[str, tuple[str, os.stat_result]]) -> list[tuple[str, int]]:
+def _holding_fds(pid: int, targets: dict[str, tuple[str, os.stat_result]]) -> list[tuple[str, int]]:
     """(agent, recorded lock pid) for each descriptor of ``pid`` that holds a targeted lock."""
-    fd_dir = PROC / pid / "fd"
-    try:
-        fds = os.listdir(fd_dir)
-    except (FileNotFoundError, PermissionError, ProcessLookupError, NotADirectoryError):
-        return []
     found: list[tuple[str, int]] = []
-    for fd in fds:
-        try:
-            link = os.readlink(fd_dir / fd)
-        except OSError:
-            continue
+    for fd, link in procfs.fd_targets(pid):
         hit = targets.get(link)
         if hit is None:
             continue
         agent, st = hit
-        try:
-            info = (PROC / pid / "fdinfo" / fd).read_text()
-        except OSError:
-            continue
-        for raw in info.splitlines():
-            if not raw.startswith("lock:"):
-                continue
+        for raw in procfs.fd_lock_lines(pid, fd) or ():
             line = parse_lock_line(raw)
-            if line is not None and is_exclusive_flock_on(line, st):
+            if line is not None and line.is_exclusive_flock_on(st):
                 found.append((agent, line.pid))
     return found
 
 
 def _is_driver(pid: int, agent: str) -> bool:
-    try:
-        argv = (PROC / str(pid) / "cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return b"advance" in argv and os.fsencode(agent) in argv
+    argv = procfs.cmdline(pid)
+    return argv is not None and b"advance" in argv and os.fsencode(agent) in argv
 
 
 def _pgid(pid: int) -> int | None:
-    try:
-        return pgid_of_stat((PROC / str(pid) / "stat").read_text())
-    except OSError:
-        return None
+    found = procfs.stat(pid)
+    return None if found is None else found.pgid
 
 
 def discover(inboxes: dict[str, Path]) -> list[Holder]:
@@ -258,13 +171,13 @@ def discover(inboxes: dict[str, Path]) -> list[Holder]:
     if not targets:
         return []
     try:
-        pids = [p for p in os.listdir(PROC) if p.isdigit()]
+        pids = procfs.pids()
     except OSError as exc:
         raise ExternalFailure.os_error("scan /proc", exc) from None
     seen: dict[str, list[tuple[int, int]]] = {}
     for pid in pids:
         for agent, lock_pid in _holding_fds(pid, targets):
-            seen.setdefault(agent, []).append((int(pid), lock_pid))
+            seen.setdefault(agent, []).append((pid, lock_pid))
     holders: list[Holder] = []
     for agent in sorted(seen):
         candidates = seen[agent]
@@ -299,12 +212,8 @@ def confirm(
 
 def is_gone(pid: int) -> bool:
     """True once ``pid`` has exited (a zombie awaiting its parent's reap counts as gone)."""
-    try:
-        stat = (PROC / str(pid) / "stat").read_text()
-    except OSError:
-        return True
-    state = stat.rpartition(")")[2].split()[:1]
-    return state in (["Z"], ["X"])
+    found = procfs.stat(pid)
+    return found is None or not found.alive
 
 
 # --------------------------------------------------------------------- the verb

@@ -34,10 +34,10 @@ from lernie_ref.core.frontmatter import deposit_warrants_launch
 from lernie_ref.operator.driverlog import failed_on, last_log_line
 from lernie_ref.substrate.deposit import pending
 from lernie_ref.substrate.launcher import Launcher
+from lernie_ref.substrate.procfs import lock_table
 from lernie_ref.substrate.transcript import load
 from lernie_ref.substrate.workspace import Workspace
 
-PROC_LOCKS = Path("/proc/locks")
 POLL_S = 0.05
 
 
@@ -69,26 +69,12 @@ def tree_of(ws: Workspace, root: str) -> list[str]:
     return [a for a in ws.agent_ids() if a == root or a.startswith(root + "-")]
 
 
-def held_flocks(path: Path = PROC_LOCKS) -> set[tuple[int, int, int]] | None:
+def held_flocks() -> set[tuple[int, int, int]] | None:
     """``(major, minor, inode)`` of every file with an ``flock`` held; ``None`` if unreadable."""
-    try:
-        text = path.read_text()
-    except OSError:
+    table = lock_table()
+    if table is None:
         return None
-    out: set[tuple[int, int, int]] = set()
-    for line in text.splitlines():
-        fields = line.split()
-        if "FLOCK" not in fields:
-            continue
-        for item in fields:
-            parts = item.split(":")
-            if len(parts) == 3 and all(parts):
-                try:
-                    out.add((int(parts[0], 16), int(parts[1], 16), int(parts[2])))
-                except ValueError:
-                    continue
-                break
-    return out
+    return {(line.dev_major, line.dev_minor, line.inode) for line in table if line.kind == "FLOCK"}
 
 
 def proc_locks_usable(ws: Workspace) -> bool:
@@ -250,7 +236,7 @@ def casualties(ws: Workspace, root: str, state: TreeState) -> list[Casualty]:
     """R-LOG-2: the agents of a quiescent tree that died or gave up: mail whose driver
     failed (:attr:`TreeState.failed`), or work due with no driver, no pending mail and no
     stop or budget mark at the tip (died mid-work, R-SCAN-4). Read from disk."""
-    from lernie_ref.actors.sweep import mark_value, revivals_at, transcript_due
+    from lernie_ref.actors.readings import mark_value, revivals_at, transcript_due
     from lernie_ref.core.sweep import REVIVE_LIMIT, Condition, at_rest_mark, condition_of
     from lernie_ref.core.vocab import MarkKind
 

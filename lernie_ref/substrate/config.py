@@ -18,10 +18,10 @@ from pathlib import Path
 from lernie_ref.core.errors import ConfigError, ContainmentError
 from lernie_ref.core.tooldefs import ALL_TOOLS, DEFAULT_TOOLS
 from lernie_ref.substrate import guarded
-from lernie_ref.substrate.preflight import DEFAULT_TEXT as DEFAULT_TEXT
-from lernie_ref.substrate.preflight import MODELS
+from lernie_ref.substrate.configtext import CONFIG_FILE as CONFIG_FILE
+from lernie_ref.substrate.configtext import DEFAULT_TEXT as DEFAULT_TEXT
+from lernie_ref.substrate.configtext import MODELS, PROVIDERS
 
-CONFIG_FILE = "lernie.toml"
 ENV_PREFIX = "LERNIE_"
 
 
@@ -54,7 +54,6 @@ class ProviderSettings:
     """Seconds before the first retry; doubled for each later one (capped), with jitter."""
 
 
-PROVIDERS = ("anthropic", "openai")
 TABLES = (*PROVIDERS, "agent_tools")
 
 

@@ -34,7 +34,7 @@ from pathlib import Path
 from lernie_ref.core.errors import StaleLockError, io_text
 from lernie_ref.core.ids import require_agent_id
 from lernie_ref.core.vocab import AGENT_REF_PREFIX, MARK_REF_PREFIX, REPO_DIR, MarkKind
-from lernie_ref.substrate import guarded
+from lernie_ref.substrate import guarded, procfs
 
 WORKTREE_LOCKS = ("index.lock", "HEAD.lock")
 """Lock files in the agent's worktree admin directory ``repo.git/worktrees/<name>/``."""
@@ -191,13 +191,6 @@ def _read_text(path: str, dir_fd: int | None = None) -> str:
     return b"".join(chunks).decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
 
 
-def _proc_cwd(pid: str) -> str | None:
-    try:
-        return os.readlink(f"/proc/{pid}/cwd")
-    except OSError:
-        return None
-
-
 def live_git_users(worktree: Path, agent_id: str) -> list[int]:
     """Pids of live ``git`` processes that may own one of the agent's lock files: one whose
     working directory is the agent's worktree (or below it), or whose command line names
@@ -292,33 +285,23 @@ def _live_gits(root: str, names: Callable[[bytes], bool]) -> list[int]:
     directory is ``root`` or below it, or one of whose arguments ``names`` accepts."""
     found: list[int] = []
     try:
-        entries = os.listdir("/proc")
+        pids = procfs.pids()
     except OSError:
         return found
-    for pid in entries:
-        if not pid.isdigit() or int(pid) == os.getpid():
+    me = os.getpid()
+    for pid in pids:
+        if pid == me:
             continue
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as handle:
-                stat = handle.read()
-        except OSError:
+        stat = procfs.stat(pid)
+        if stat is None or not stat.comm.startswith(b"git") or not stat.alive:
             continue
-        comm_end = stat.rfind(b")")
-        comm = stat[stat.find(b"(") + 1 : comm_end]
-        state = stat[comm_end + 2 : comm_end + 3]
-        if not comm.startswith(b"git") or state in (b"Z", b"X"):
-            continue
-        cwd = _proc_cwd(pid)
+        cwd = procfs.cwd(pid)
         if cwd is not None and (cwd == root or cwd.startswith(root + os.sep)):
-            found.append(int(pid))
+            found.append(pid)
             continue
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as handle:
-                argv = handle.read().split(b"\0")
-        except OSError:
-            continue
-        if any(names(arg) for arg in argv):
-            found.append(int(pid))
+        argv = procfs.cmdline(pid)
+        if argv is not None and any(names(arg) for arg in argv):
+            found.append(pid)
     return found
 
 

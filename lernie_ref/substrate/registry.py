@@ -5,7 +5,8 @@ exists, the agents' names. :class:`~lernie_ref.substrate.workspace.Workspace` ex
 with everything that creates; ``lernie message`` uses the registry alone, so the message
 path loads neither ``pathlib`` nor ``subprocess`` (R-CLI-5).
 
-Existence is read from git's own files first: the loose ref file, then ``packed-refs``.
+Existence is read from git's own files first (the one ref-file reader,
+:class:`~lernie_ref.substrate.reffiles.RefFiles`): the loose ref file, then ``packed-refs``.
 Only a positive, well-formed answer is trusted (a full object id for an id made of
 plain characters); anything else — a missing file, a symbolic or malformed ref, another
 ref storage, an unusual id — asks git (``rev-parse --verify --quiet``), as before.
@@ -29,6 +30,7 @@ from lernie_ref.core.errors import (
 from lernie_ref.core.ids import is_agent_id, require_agent_id
 from lernie_ref.core.names import AGENT_REF_PREFIX, NAME_FILE, REPO_DIR
 from lernie_ref.substrate import guarded
+from lernie_ref.substrate.reffiles import RefFiles
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -36,7 +38,6 @@ if TYPE_CHECKING:
     from lernie_ref.substrate.gitrun import GitRunner
 
 _PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
-_HEX = frozenset(b"0123456789abcdef")
 
 
 def path_text(raw: str) -> str:
@@ -56,51 +57,6 @@ def path_text(raw: str) -> str:
     return root + "/".join(parts) if (root or parts) else "."
 
 
-def _is_object_id(data: bytes) -> bool:
-    line = data[:-1] if data.endswith(b"\n") else data
-    return len(line) in (40, 64) and all(c in _HEX for c in line)
-
-
-def read_ref_directly(repo: str, refname: str) -> bool | None:
-    """``True`` when git's files show ``refname`` pointing at an object id, else ``None``
-    (unknown: ask git). ``refname`` must be a plain ``refs/…`` name (no ``..``, no
-    ``.lock``); the caller guarantees it.
-    """
-    try:
-        fd = os.open(os.path.join(repo, refname), os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        pass
-    except OSError:
-        return None
-    else:
-        try:
-            data = os.read(fd, 128)
-        except OSError:
-            return None
-        finally:
-            os.close(fd)
-        return True if _is_object_id(data) else None
-    try:
-        fd = os.open(os.path.join(repo, "packed-refs"), os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        chunks = []
-        while chunk := os.read(fd, 1 << 16):
-            chunks.append(chunk)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    packed = b"".join(chunks)
-    needle = b" " + refname.encode() + b"\n"
-    at = packed.find(needle)
-    if at < 0:
-        return None
-    start = packed.rfind(b"\n", 0, at) + 1
-    return True if _is_object_id(packed[start:at]) else None
-
-
 class Registry:
     """A workspace root and its agents, read-only; ``root`` is kept as given."""
 
@@ -108,6 +64,7 @@ class Registry:
         self.root: str | Path = root
         self._git = git
         self._known: set[str] = set()  # ids seen to exist (agents are never removed)
+        self._ref_files: RefFiles | None = None
 
     @property
     def git(self) -> GitRunner:
@@ -123,6 +80,15 @@ class Registry:
         from pathlib import Path
 
         return Path(self.root) / REPO_DIR
+
+    @property
+    def ref_files(self) -> RefFiles:
+        """The repository's ref files, read without git where they answer plainly (one
+        reader per workspace: it keeps ``packed-refs`` while that file is unchanged)."""
+        files = self._ref_files
+        if files is None:
+            files = self._ref_files = RefFiles(os.path.join(self.root, REPO_DIR))
+        return files
 
     def _root_text(self) -> str:
         return str(self.root) if not isinstance(self.root, str) else path_text(self.root)
@@ -161,8 +127,8 @@ class Registry:
             return True
         refname = AGENT_REF_PREFIX + agent_id
         found: bool | None = None
-        if all(c in _PLAIN for c in agent_id):
-            found = read_ref_directly(os.path.join(self.root, REPO_DIR), refname)
+        if all(c in _PLAIN for c in agent_id) and self.ref_files.value(refname):
+            found = True  # only a positive answer is trusted
         if found is None:
             args = ["rev-parse", "--verify", "--quiet", refname]
             try:

@@ -34,6 +34,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from lernie_ref.substrate import procfs
 from lernie_ref.substrate.launcher import TOOL_MARKS
 
 WS_MARK, AGENT_MARK = TOOL_MARKS
@@ -46,8 +47,6 @@ _POLL_S = 0.02
 _DRAIN_S = 2.0
 """After the kill, how long the pipes may take to reach end-of-file (a process that
 escaped both the group and the marks may still hold them; it is then left to them)."""
-
-PROC = Path("/proc")
 
 
 @dataclass
@@ -70,29 +69,25 @@ def marks(ws_root: str | Path, agent_id: str) -> dict[str, str]:
     return {WS_MARK: os.path.realpath(ws_root), AGENT_MARK: agent_id}
 
 
-def marked_pids(ws_root: str | Path, agent_id: str, proc: Path = PROC) -> list[int]:
+def marked_pids(ws_root: str | Path, agent_id: str) -> list[int]:
     """Live processes (other than this one) whose environment carries the agent's marks."""
     wanted = {f"{k}={v}".encode() for k, v in marks(ws_root, agent_id).items()}
     me = os.getpid()
     out: list[int] = []
     try:
-        names = os.listdir(proc)
+        pids = procfs.pids()
     except OSError:
         return out
-    for name in names:
-        if not name.isdigit() or int(name) == me:
+    for pid in pids:
+        if pid == me:
             continue
-        try:
-            with open(proc / name / "environ", "rb") as handle:
-                environ = handle.read()
-        except OSError:  # gone, or another user's
-            continue
-        if wanted.issubset(environ.split(b"\0")):
-            out.append(int(name))
+        environ = procfs.environ(pid)  # None: gone, or another user's
+        if environ is not None and wanted.issubset(environ):
+            out.append(pid)
     return out
 
 
-def kill_marked(ws_root: str | Path, agent_id: str, proc: Path = PROC) -> list[int]:
+def kill_marked(ws_root: str | Path, agent_id: str) -> list[int]:
     """``SIGKILL`` every process carrying the agent's marks until none is left; the pids.
 
     Repeated until a pass finds none (a process may fork between a pass's listing and
@@ -100,7 +95,7 @@ def kill_marked(ws_root: str | Path, agent_id: str, proc: Path = PROC) -> list[i
     """
     killed: list[int] = []
     for _ in range(50):
-        pids = marked_pids(ws_root, agent_id, proc)
+        pids = marked_pids(ws_root, agent_id)
         if not pids:
             break
         for pid in pids:

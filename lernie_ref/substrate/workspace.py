@@ -47,7 +47,6 @@ from lernie_ref.substrate.gitrun import GitResult, GitRunner, SubprocessGit
 from lernie_ref.substrate.registry import Registry
 
 if TYPE_CHECKING:
-    from lernie_ref.substrate.refsnap import RefFiles
     from lernie_ref.substrate.spool import Spool
 
 NAME_MAX_CHARS = 64
@@ -132,7 +131,6 @@ class Workspace(Registry):
         self._worktrees: dict[str, Path] = {}
         self._inbox_text = os.fspath(self._inbox_root)
         self._agents_text = os.fspath(self._agents_root)
-        self._ref_files: RefFiles | None = None
 
     def __repr__(self) -> str:
         return f"Workspace({str(self.root)!r})"
@@ -208,17 +206,6 @@ class Workspace(Registry):
 
     # ---------------------------------------------------------------- refs
 
-    @property
-    def ref_files(self) -> RefFiles:
-        """The repository's ref files, read without git where they answer plainly (one
-        reader per workspace: it keeps ``packed-refs`` while that file is unchanged)."""
-        files = self._ref_files
-        if files is None:
-            from lernie_ref.substrate.refsnap import RefFiles
-
-            files = self._ref_files = RefFiles(self.repo_git)
-        return files
-
     def branch_tip(self, agent_id: str) -> str:
         """The full sha of ``agents/<id>``: what ``rev-parse --verify`` prints, read from the
         ref files when they answer plainly, else asked of git (whose error then says why)."""
@@ -233,14 +220,6 @@ class Workspace(Registry):
     def set_mark(self, kind: str, agent_id: str, sha: str) -> None:
         """R-WS-5: point ``refs/lernie/<kind>/<id>`` at ``sha``."""
         self.git.run(self.repo_git, ["update-ref", f"{MARK_REF_PREFIX}{kind}/{agent_id}", sha])
-
-    def has_mark(self, kind: str, agent_id: str) -> bool:
-        result = self.git.run(
-            self.repo_git,
-            ["rev-parse", "--verify", "--quiet", f"{MARK_REF_PREFIX}{kind}/{agent_id}"],
-            check=False,
-        )
-        return result.returncode == 0
 
     # ---------------------------------------------------------------- agents
 

@@ -164,7 +164,7 @@ MUTANTS: tuple[Mutant, ...] = (
                "test_r_scan_10_progress_resets_the_crash_loop_guard"),
          tests("tests/fault/test_recovery.py"))),
     Mutant(
-        "mark-repair-moves-nothing", "lernie_ref/actors/sweep.py",
+        "mark-repair-moves-nothing", "lernie_ref/actors/mark_repair.py",
         "        ws.set_mark(MarkKind.RETURNED, agent, tip)\n    except LernieError as exc:\n"
         '        raise GitOpError("returned mark repair update-ref", exc) from None',
         "        pass\n    except LernieError as exc:\n"
@@ -179,7 +179,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "R-DRAIN-8", "the hop never re-sends a lost reply before it drains",
         (tests("tests/fault/test_recovery.py"), CRASH_POINTS)),
     Mutant(
-        "packed-refs-read-once", "lernie_ref/substrate/refsnap.py",
+        "packed-refs-read-once", "lernie_ref/substrate/reffiles.py",
         "        if key != self._packed_key:\n",
         "        if self._packed_key is None:\n",
         "R-WS-5", "the ref files' reader never re-reads a changed packed-refs",
@@ -187,7 +187,7 @@ MUTANTS: tuple[Mutant, ...] = (
                "test_r_ws_5_ref_files_read_packed_refs_again_after_it_changed"),
          tests("tests/operator_verbs/test_ref_files.py"))),
     Mutant(
-        "model-timeout-not-passed", "lernie_ref/adapters/__init__.py",
+        "model-timeout-not-passed", "lernie_ref/adapters/selection.py",
         "        return CommandModel(model_command, timeout=None if config is None "
         "else config.model_timeout)",
         "        return CommandModel(model_command, timeout=None)",

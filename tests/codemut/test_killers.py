@@ -21,7 +21,7 @@ from lernie_ref.inbox import RecordingLauncher, cli_dispatch, cli_message, cli_p
 from lernie_ref.operator.stop import stop
 from lernie_ref.substrate import guarded
 from lernie_ref.substrate.deposit import CHUNK, ContentStream, deposit
-from lernie_ref.substrate.refsnap import RefFiles
+from lernie_ref.substrate.reffiles import RefFiles
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import FixedClock, Inline, Point
 from tests.support.processes import reap, spawn_holder

@@ -9,6 +9,7 @@ import pytest
 
 from lernie_ref.actors.drain import drain_actor
 from lernie_ref.actors.hop import Outcome, hop_actor
+from lernie_ref.actors.readings import mark_value
 from lernie_ref.adapters import ModelReply, ModelRequest
 from lernie_ref.core.actor import run
 from lernie_ref.core.clock import SystemClock
@@ -208,7 +209,7 @@ def test_r_step_7_dispatch_tool_forks_a_child_that_answers_its_parent(ws: Worksp
     assert ws.agent_name(kid) == "kid"
     root_names = names(ws, root)
     assert f"{root}-" in "".join(root_names)  # the kid's reply woke the root and was delivered
-    assert ws.has_mark("returned", kid)
+    assert mark_value(ws, "returned", kid) is not None
     assert all(inbox_names(ws, a) == [] for a in ws.agent_ids())
 
 
@@ -226,7 +227,7 @@ def test_r_term_4_budget_exhausted_marks_parks_obituary_and_launches_nobody(
     inline.launcher.launches.clear()
     result = inline.hop(kid)
     assert result.outcome is Outcome.TERMINAL and result.epitaph is Epitaph.BUDGET_EXHAUSTED
-    assert ws.has_mark("budget-exhausted", kid)
+    assert mark_value(ws, "budget-exhausted", kid) is not None
     assert inline.launcher.launches == []  # pin 2: neither itself nor the parent
     (obituary,) = inbox_names(ws, root)
     text = (ws.inbox_dir(root) / obituary).read_text()
@@ -319,7 +320,7 @@ def test_r_term_6_a_stopped_root_is_recorded_at_rest_not_dead(ws: Workspace) -> 
     result = inline.hop(root)
     assert result.epitaph is Epitaph.STOPPED
     assert names(ws, root) == ["001-user.md"]  # the prompt waits, unanswered
-    assert ws.has_mark("stopped", root)
+    assert mark_value(ws, "stopped", root) is not None
     for _ in range(2):
         report = scan(ws, RecordingLauncher(), SystemClock())
         assert report.silent_deaths == [] and report.swept == []

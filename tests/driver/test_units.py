@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from lernie_ref.adapters import (
-    ModelError,
     ModelRequest,
     ScriptedModel,
     parse_reply,
@@ -23,6 +22,7 @@ from lernie_ref.core.entry import (
     text_block,
     tool_result_block,
 )
+from lernie_ref.core.errors import ModelError
 from lernie_ref.core.warrant import Warrant, unanswered_tail, warrant_of
 from lernie_ref.substrate.transcript import (
     commit_subject,

@@ -14,7 +14,8 @@ import re
 import pytest
 from lernie_stateful.audit import audit
 
-from lernie_ref.actors.sweep import REVIVE_LIMIT, mark_value, scan, scan_actor
+from lernie_ref.actors.readings import mark_value
+from lernie_ref.actors.sweep import REVIVE_LIMIT, scan, scan_actor
 from lernie_ref.core.actor import run
 from lernie_ref.core.clock import SystemClock
 from lernie_ref.core.frontmatter import split_frontmatter

@@ -14,11 +14,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lernie_ref.cli import _plain_message
+from lernie_ref.cli import plain_message
 from lernie_ref.core.clock import FixedClock
 from lernie_ref.inbox import RecordingLauncher, cli_dispatch, cli_prompt
 from lernie_ref.substrate.lock import try_acquire
-from lernie_ref.substrate.registry import Registry, path_text, read_ref_directly
+from lernie_ref.substrate.reffiles import RefFiles
+from lernie_ref.substrate.registry import Registry, path_text
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import drive
 from tests.support.history import git
@@ -153,11 +154,12 @@ def test_r_id_4_ref_files_answer_like_git_loose_and_packed(
     agent = add_root(ws, fixed_clock)
     repo = str(ws.repo_git)
     ref = "refs/heads/agents/" + agent
-    assert read_ref_directly(repo, ref) is True  # a loose ref file
+    tip = git(ws.repo_git, "rev-parse", ref)
+    assert RefFiles(repo).value(ref) == tip  # a loose ref file
     git(ws.repo_git, "pack-refs", "--all")
     assert not (ws.repo_git / ref).exists()
-    assert read_ref_directly(repo, ref) is True  # now only in packed-refs
-    assert read_ref_directly(repo, ref + "0") is None  # absent: git decides
+    assert RefFiles(repo).value(ref) == tip  # now only in packed-refs
+    assert RefFiles(repo).value(ref + "0") == ""  # absent: the registry asks git
     assert Registry(str(ws.root)).agent_exists(agent)
     assert not Registry(str(ws.root)).agent_exists(agent + "0")
 
@@ -170,8 +172,8 @@ def test_r_id_4_a_symbolic_or_malformed_ref_file_is_left_to_git(
     (heads / "X-1").write_text(f"ref: refs/heads/agents/{agent}\n")
     (heads / "X-2").write_text("not an object id\n")
     repo = str(ws.repo_git)
-    assert read_ref_directly(repo, "refs/heads/agents/X-1") is None
-    assert read_ref_directly(repo, "refs/heads/agents/X-2") is None
+    assert RefFiles(repo).value("refs/heads/agents/X-1") is None
+    assert RefFiles(repo).value("refs/heads/agents/X-2") is None
     registry = Registry(str(ws.root))
     verdict = subprocess.run(
         ["git", "-C", repo, "rev-parse", "--verify", "--quiet", "refs/heads/agents/X-2"],
@@ -211,18 +213,11 @@ def test_path_text_is_pathlibs_text(raw: str) -> None:
     ],
 )
 def test_r_cli_5_only_the_plain_message_form_skips_the_parser(args: list[str]) -> None:
-    assert _plain_message(args) is None
+    assert plain_message(args) is None
 
 
 def test_r_cli_5_the_plain_form_hands_on_the_arguments_unchanged() -> None:
-    plain = _plain_message(["message", "ws/", "boss", ""])
-    assert plain is not None
-    assert (plain.verb, plain.workspace, plain.agent, plain.content) == (
-        "message",
-        "ws/",
-        "boss",
-        "",
-    )
+    assert plain_message(["message", "ws/", "boss", ""]) == ("ws/", "boss", "")
 
 
 def test_r_cli_8_an_edited_configuration_is_parsed_once_then_known_by_its_identity(

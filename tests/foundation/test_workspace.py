@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from lernie_ref.actors.readings import mark_value
 from lernie_ref.core.clock import FixedClock
 from lernie_ref.core.errors import (
     AmbiguousName,
@@ -66,9 +67,9 @@ def test_r_ws_3_registry_names_and_tips(ws: Workspace, fixed_clock: FixedClock) 
     assert len(ws.branch_tip(child)) == 40
     assert ws.worktree(child) == ws.root / "agents" / child
     assert ws.driver_log(child) == ws.root / "steps" / child / "driver.log"
-    assert not ws.has_mark("returned", child)
+    assert mark_value(ws, "returned", child) is None
     ws.set_mark("returned", child, ws.branch_tip(child))
-    assert ws.has_mark("returned", child)
+    assert mark_value(ws, "returned", child) is not None
 
 
 def test_r_id_6_resolution(ws: Workspace, fixed_clock: FixedClock) -> None:

@@ -15,7 +15,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lernie_ref.actors.sweep import scan, transcript_due
+from lernie_ref.actors.readings import transcript_due
+from lernie_ref.actors.sweep import scan
 from lernie_ref.core.actor import Passed
 from lernie_ref.core.clock import SystemClock
 from lernie_ref.core.warrant import Warrant

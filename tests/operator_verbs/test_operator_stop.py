@@ -18,18 +18,16 @@ from lernie_ref.core.errors import SelfGroup, UnknownAgent
 from lernie_ref.inbox import RecordingLauncher, cli_dispatch, cli_prompt
 from lernie_ref.operator.stop import (
     Holder,
-    LockLine,
     confirm,
     discover,
     is_descendant_or_self,
     is_gone,
     lock_holder_pids,
-    parse_lock_line,
-    pgid_of_stat,
     signal_and_wait,
     stop,
     subtree_inboxes,
 )
+from lernie_ref.substrate.procfs import LockLine, parse_lock_line, pgid_of_stat
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import poll
 from tests.support.processes import reap, spawn_holder

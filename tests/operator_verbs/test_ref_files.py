@@ -23,11 +23,11 @@ import pytest
 from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 
-from lernie_ref.actors.sweep import mark_value
+from lernie_ref.actors.readings import mark_value
 from lernie_ref.core.errors import LernieError
 from lernie_ref.inbox import cli_dispatch, cli_prompt
 from lernie_ref.substrate.gitrun import GitResult, SubprocessGit
-from lernie_ref.substrate.refsnap import RefFiles
+from lernie_ref.substrate.reffiles import RefFiles
 from lernie_ref.substrate.workspace import Workspace, create_workspace
 from lernie_ref.testing import Inline
 

@@ -4,11 +4,13 @@ confirm it under the agent's lock."""
 
 from __future__ import annotations
 
-from lernie_ref.actors.sweep import Refs, mark_value, scan
+from lernie_ref.actors.readings import Refs, mark_value
+from lernie_ref.actors.sweep import scan
 from lernie_ref.core.clock import FixedClock
 from lernie_ref.core.vocab import MarkKind
 from lernie_ref.operator.status import render_json, status
-from lernie_ref.substrate.refsnap import RefFiles, RefSnapshot, confirm, names_at
+from lernie_ref.substrate.reffiles import RefFiles
+from lernie_ref.substrate.refsnap import RefSnapshot, confirm, names_at
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import RecordingLauncher
 from tests.support.history import git

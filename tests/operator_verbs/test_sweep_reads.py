@@ -19,23 +19,25 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lernie_ref.actors.sweep as sweep
-from lernie_ref.actors.sweep import (
+from lernie_ref.actors.mark_repair import landed_result
+from lernie_ref.actors.readings import (
     Refs,
-    landed_result,
     mark_value,
     may_owe_a_result,
-    scan,
     stray_terminal,
     unsent_reply,
 )
-from lernie_ref.cli import VERBS, _plain_operator
+from lernie_ref.actors.sweep import scan
+from lernie_ref.cli import VERBS
+from lernie_ref.cli.plain import plain_operator
 from lernie_ref.core.clock import SystemClock
 from lernie_ref.core.vocab import MarkKind
 from lernie_ref.inbox import RecordingLauncher, cli_dispatch, cli_prompt
 from lernie_ref.operator.status import status, worktree_name
 from lernie_ref.substrate import gitlocks
 from lernie_ref.substrate.lock import try_acquire
-from lernie_ref.substrate.refsnap import ObjectFacts, RefFiles, RefOids
+from lernie_ref.substrate.reffiles import RefFiles
+from lernie_ref.substrate.refsnap import ObjectFacts, RefOids
 from lernie_ref.substrate.transcript import Transcript
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import Inline, Point, drive
@@ -301,6 +303,6 @@ def _argparse_ns(args: list[str]) -> tuple[str, str, bool] | None:
              max_size=4)
 )
 def test_r_cli_5_the_plain_operator_form_reads_as_argparse_does(args: list[str]) -> None:
-    plain = _plain_operator(list(args))
+    plain = plain_operator(list(args))
     if plain is not None:
         assert (plain.verb, plain.workspace, plain.json) == _argparse_ns(list(args))

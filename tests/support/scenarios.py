@@ -11,7 +11,7 @@ from pathlib import Path
 
 from lernie_stateful.audit import audit
 
-from lernie_ref.actors.sweep import mark_value
+from lernie_ref.actors.readings import mark_value
 from lernie_ref.core.clock import FixedClock
 from lernie_ref.core.vocab import MarkKind
 from lernie_ref.inbox import RecordingLauncher, cli_dispatch, cli_prompt

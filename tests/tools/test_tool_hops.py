@@ -15,6 +15,7 @@ from pathlib import Path
 
 from lernie_stateful.audit import audit
 
+from lernie_ref.actors.readings import mark_value
 from lernie_ref.core.entry import text_of
 from lernie_ref.core.tooldefs import ALL_TOOLS
 from lernie_ref.inbox import RecordingLauncher, cli_prompt
@@ -145,7 +146,7 @@ def test_r_tool_4_lernie_stop_kills_a_hanging_bash_tree(ws: Workspace, tmp_path:
     results = tool_results(ws, root)
     assert results == [(True, "interrupted: the agent was stopped (SIGTERM) while this call "
                               "ran; every process it started was killed\n")]
-    assert ws.has_mark("stopped", root)
+    assert mark_value(ws, "stopped", root) is not None
     assert lock_is_free(ws, root)
 
 

@@ -28,7 +28,7 @@ import os
 
 from lernie_ref.core import TYPE_CHECKING
 from lernie_ref.core.errors import ConfigError, ContainmentError
-from lernie_ref.core.ids import parent_of, require_agent_id
+from lernie_ref.core.ids import AgentId, parent_of
 from lernie_ref.core.names import STEPS_DIR
 from lernie_ref.substrate import guarded
 from lernie_ref.substrate.configtext import (
@@ -132,11 +132,11 @@ def _read_record(root: str, agent: str) -> bytes | None:
         raise ConfigError(f"read {where}: {exc.strerror}") from None
 
 
-def recorded(root: str, agent: str) -> tuple[str, bytes] | None:
+def recorded(root: str, agent: AgentId) -> tuple[str, bytes] | None:
     """The record that rules ``agent``: its own, else its nearest ancestor's, as
     ``(owner, bytes)``; ``None`` when no agent of its line has one (created before records
     were kept: the configuration rules, as it did then)."""
-    current: str | None = require_agent_id(agent)
+    current: str | None = agent
     while current is not None:
         raw = _read_record(root, current)
         if raw is not None:
@@ -162,7 +162,7 @@ def parse_record(owner: str, raw: bytes) -> Spec:
     return spec
 
 
-def write_record(root: str, agent: str, spec: Spec) -> None:
+def write_record(root: str, agent: AgentId, spec: Spec) -> None:
     """Record ``spec`` as ``agent``'s model, before its first deposit (R-STEP-9)."""
     if spec == {"model": "scripted"}:
         data = SCRIPTED_RECORD
@@ -170,7 +170,7 @@ def write_record(root: str, agent: str, spec: Spec) -> None:
         import json
 
         data = (json.dumps(spec, sort_keys=True) + "\n").encode("utf-8")
-    with guarded.walk(root, (STEPS_DIR, require_agent_id(agent)), create=True) as steps:
+    with guarded.walk(root, (STEPS_DIR, agent), create=True) as steps:
         # whole or not at all: a kill mid-write leaves the temp, never half a record
         temp = f".{RECORD_FILE}.tmp"
         steps.write_new(temp, data, replace=True)

@@ -12,6 +12,7 @@ from lernie_ref.core.clock import Clock, compact_stamp, short_id
 from lernie_ref.core.errors import NotAnAgentId
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import NewType
 
     AgentId = NewType("AgentId", str)
@@ -61,6 +62,18 @@ def require_agent_id(agent_id: str) -> AgentId:
     return AgentId(agent_id)
 
 
+def as_agent_id(text: str) -> AgentId | None:
+    """R-ID-3, R-ID-9: ``text`` as an :data:`AgentId` when it passes the guard, else ``None``
+    (for a name met in a listing, where a non-id is no agent rather than an error)."""
+    return AgentId(text) if is_agent_id(text) else None
+
+
+def agent_ids_among(names: Iterable[str]) -> list[AgentId]:
+    """R-ID-3, R-ID-9: the names of a listing (directory entries, refs) that pass the guard,
+    as :data:`AgentId`; the others are no agent's (the listing edge's form of the guard)."""
+    return [AgentId(name) for name in names if is_agent_id(name)]
+
+
 def parent_of(agent_id: str) -> str | None:
     """R-ID-1: drop the last two ``-`` tokens; two tokens or fewer is a root (``None``).
 
@@ -74,6 +87,14 @@ def parent_of(agent_id: str) -> str | None:
     if len(tokens) <= 2:
         return None
     return "-".join(tokens[:-2])
+
+
+def parent_id(agent_id: AgentId) -> AgentId | None:
+    """R-ID-1, R-ID-9: :func:`parent_of` as an :data:`AgentId`, guarded where it is derived
+    (the parent of the id ``..-a-b`` is ``..``, no id: :class:`NotAnAgentId`); ``None`` for a
+    root."""
+    parent = parent_of(agent_id)
+    return None if parent is None else require_agent_id(parent)
 
 
 def depth(agent_id: str) -> int:

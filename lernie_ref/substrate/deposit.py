@@ -37,7 +37,7 @@ from lernie_ref.core.frontmatter import (
     sender_of,
     seq_text,
 )
-from lernie_ref.core.ids import AgentId, parent_of, require_agent_id
+from lernie_ref.core.ids import AgentId, parent_id, require_agent_id
 from lernie_ref.core.names import INBOX_DIR, REPO_DIR, Point
 from lernie_ref.substrate import guarded
 from lernie_ref.substrate.guarded import write_all
@@ -385,8 +385,7 @@ def deposit_child_result(
     git: GitRunner,
 ) -> Path | None:
     """R-ADDR-1: deposit ``child``'s result into its parent's inbox; ``None`` for a root."""
-    parent = parent_of(child)
+    parent = parent_id(child)  # guarded where it is derived (R-ID-9)
     if parent is None:
         return None
-    # a parent derived by R-ID-1 is guarded before it names a path (R-ID-9)
-    return deposit_result(ws, require_agent_id(parent), child, epitaph, terminal_ref, response, clock, git)
+    return deposit_result(ws, parent, child, epitaph, terminal_ref, response, clock, git)

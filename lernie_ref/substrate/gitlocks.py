@@ -154,7 +154,7 @@ def _open_dir(path: str) -> int:
 _MARK_KINDS = tuple(kind.value for kind in MarkKind)
 
 
-def _ref_lock_texts(repo_git: Path, agent_id: str) -> list[str]:
+def _ref_lock_texts(repo_git: Path, agent_id: AgentId) -> list[str]:
     """The branch's and the marks' lock files of :func:`owned_lock_files`, as text."""
     repo = os.fspath(repo_git)
     return [
@@ -163,13 +163,13 @@ def _ref_lock_texts(repo_git: Path, agent_id: str) -> list[str]:
     ]
 
 
-def worktree_lock_exists(repo_git: Path, worktree: str | Path, agent_id: str) -> bool:
+def worktree_lock_exists(repo_git: Path, worktree: str | Path, agent_id: AgentId) -> bool:
     """R-WS-8's look at the worktree's two lock files alone (``index.lock``, ``HEAD.lock``):
     a git writing the worktree (a commit, a re-created worktree) holds one."""
     return any(map(os.path.exists, _worktree_lock_texts(repo_git, worktree, agent_id)))
 
 
-def ref_lock_exists(repo_git: Path, agent_id: str) -> bool:
+def ref_lock_exists(repo_git: Path, agent_id: AgentId) -> bool:
     """R-WS-8's look at the branch's and the marks' lock files alone: a git moving one
     of the agent's refs holds one."""
     return any(map(os.path.exists, _ref_lock_texts(repo_git, agent_id)))
@@ -191,7 +191,7 @@ def _read_text(path: str, dir_fd: int | None = None) -> str:
     return b"".join(chunks).decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
 
 
-def live_git_users(worktree: Path, agent_id: str) -> list[int]:
+def live_git_users(worktree: Path, agent_id: AgentId) -> list[int]:
     """Pids of live ``git`` processes that may own one of the agent's lock files: one whose
     working directory is the agent's worktree (or below it), or whose command line names
     the agent (a mark update runs in ``repo.git``). Zombies are not alive."""
@@ -207,10 +207,10 @@ def live_git_users(worktree: Path, agent_id: str) -> list[int]:
 def clear_stale_locks(
     ws_root: Path,
     worktree: Path,
-    agent_id: str,
+    agent_id: AgentId,
     *,
     sleep: Callable[[float], None] = time.sleep,
-    live_users: Callable[[Path, str], list[int]] = live_git_users,
+    live_users: Callable[[Path, AgentId], list[int]] = live_git_users,
 ) -> list[Path]:
     """R-WS-8: remove the agent's lock files a dead process left; the caller holds the
     agent's executor lock and has made no git call yet. Returns the files removed.
@@ -353,7 +353,7 @@ def describe_shared(ws_root: Path, removed: list[Path]) -> str:
     )
 
 
-def describe(ws_root: Path, removed: list[Path], agent_id: str) -> str:
+def describe(ws_root: Path, removed: list[Path], agent_id: AgentId) -> str:
     """The one notice line for ``driver.log`` (R-WS-8)."""
     shown = ", ".join(os.path.relpath(p, ws_root) for p in removed)
     return (

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 class Launcher(Protocol):
     """R-LAUNCH-1: start a driver for ``agent_id``; never wait; raise LaunchError on failure."""
 
-    def launch(self, ws: str | Path, agent_id: str) -> None: ...
+    def launch(self, ws: str | Path, agent_id: AgentId) -> None: ...
 
 
 _LAUNCHED: list[int] = []
@@ -102,7 +102,7 @@ class RecordingLauncher:
         self.launches: list[tuple[Path, str]] = []
         self._callback = callback
 
-    def launch(self, ws: str | Path, agent_id: str) -> None:
+    def launch(self, ws: str | Path, agent_id: AgentId) -> None:
         from pathlib import Path
 
         self.launches.append((Path(ws), agent_id))

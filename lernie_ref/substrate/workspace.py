@@ -24,11 +24,11 @@ from lernie_ref.core.errors import (
 )
 from lernie_ref.core.ids import (
     AgentId,
+    agent_ids_among,
     is_agent_id,
     is_timestamp_token,
     mint_child_id,
     mint_root_id,
-    require_agent_id,
 )
 from lernie_ref.core.vocab import (
     AGENT_REF_PREFIX,
@@ -207,13 +207,12 @@ class Workspace(Registry):
 
     # ---------------------------------------------------------------- refs
 
-    def branch_tip(self, agent_id: str) -> str:
+    def branch_tip(self, agent_id: AgentId) -> str:
         """The full sha of ``agents/<id>``: what ``rev-parse --verify`` prints, read from the
         ref files when they answer plainly, else asked of git (whose error then says why)."""
-        if is_agent_id(agent_id):
-            found = self.ref_files.resolve(AGENT_REF_PREFIX + agent_id)
-            if found:
-                return found
+        found = self.ref_files.resolve(AGENT_REF_PREFIX + agent_id)
+        if found:
+            return found
         return self.git.run(
             self.repo_git, ["rev-parse", "--verify", AGENT_REF_PREFIX + agent_id]
         ).stdout
@@ -398,9 +397,9 @@ class Workspace(Registry):
             try:
                 with os.scandir(where) as it:
                     found.update(
-                        require_agent_id(e.name)
-                        for e in it
-                        if is_agent_id(e.name) and is_timestamp_token(e.name.split("-", 1)[0])
+                        agent_ids_among(
+                            e.name for e in it if is_timestamp_token(e.name.split("-", 1)[0])
+                        )
                     )
             except OSError:
                 continue

@@ -149,3 +149,28 @@ def test_r_id_9_a_hop_of_a_guarded_id_does_not_guard_it_at_every_step(
         sys.setprofile(None)
     assert entered, "the edge guards the id it is handed"
     assert len(entered) <= 4, entered
+
+
+def test_r_id_9_only_the_ids_module_makes_an_agent_id() -> None:
+    """Every ``AgentId(...)`` call of the implementation and the checkers is in
+    ``lernie_ref/core/ids.py`` (the guard, the listing form, minting): no other module can
+    bless a string without the guard."""
+    import ast
+
+    import lernie_ref
+
+    package = Path(lernie_ref.__file__).parent
+    roots = [package, package.parent / "stateful"]
+    makers = []
+    for root in roots:
+        for source in sorted(root.rglob("*.py")):
+            tree = ast.parse(source.read_text(encoding="utf-8"))
+            makers.extend(
+                f"{source.relative_to(root.parent)}:{node.lineno}"
+                for node in ast.walk(tree)
+                if isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "AgentId"
+            )
+    assert makers, "the ids module makes them"
+    assert {m.split(":")[0] for m in makers} == {"lernie_ref/core/ids.py"}, makers

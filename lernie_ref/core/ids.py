@@ -1,8 +1,11 @@
-"""Agent ids: the id guard, descent (``parent_of``, depth) and minting (R-ID-*).
+"""Agent ids: the id guard, the :data:`AgentId` type, descent (``parent_of``, depth) and
+minting (R-ID-*).
 
 An agent id is its branch name and its inbox directory name, so the guard's one
-job is that an id stays a single path component (R-ID-3). The shape of an id is
-its descent: a child's id is its parent's id plus ``-<compact>-<short>``.
+job is that an id stays a single path component (R-ID-3). The guard runs once, where
+an id enters, and its result travels as :data:`AgentId` (R-ID-9); this module is the
+only one that makes one. The shape of an id is its descent: a child's id is its
+parent's id plus ``-<compact>-<short>``.
 """
 
 from __future__ import annotations

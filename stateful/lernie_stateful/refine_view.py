@@ -30,6 +30,7 @@ from typing import NamedTuple
 from lernie_spec import model as M
 from lernie_spec.model import NOBODY, USER, Scope, State
 
+from lernie_ref.core.ids import require_agent_id
 from lernie_ref.core.vocab import (
     AGENT_REF_PREFIX,
     INBOX_DIR,
@@ -293,7 +294,7 @@ class WorldView:
         them at every point)."""
         dirs = self._dirs.get(aid)
         if dirs is None:
-            wt = os.fspath(self.ws.worktree(aid))
+            wt = os.fspath(self.ws.worktree(require_agent_id(aid)))  # an edge (R-ID-9)
             dirs = self._dirs[aid] = (os.fspath(self.ws.root / INBOX_DIR / aid), wt,
                                       os.path.join(wt, MESSAGES_DIR))
         return dirs

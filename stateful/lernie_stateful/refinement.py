@@ -49,6 +49,7 @@ from lernie_ref.adapters import ModelReply, ModelRequest
 from lernie_ref.core.actor import Actor, Passed
 from lernie_ref.core.clock import FixedClock
 from lernie_ref.core.entry import text_block, tool_use_block
+from lernie_ref.core.ids import require_agent_id
 from lernie_ref.core.vocab import (
     AGENT_REF_PREFIX,
     TOOL_ORIGIN,
@@ -517,10 +518,11 @@ class World(WorldView):
             return act is not None and act.stop
 
         deps = HopDeps(self.model, self.launcher, self.clock, self.config, stopped)
-        result: HopResult = yield from hop_actor(self.ws, aid, {}, deps)
+        agent = require_agent_id(aid)  # the world's ids enter lernie_ref here (R-ID-9)
+        result: HopResult = yield from hop_actor(self.ws, agent, {}, deps)
         while result.outcome is Outcome.TOOLS_RAN:
             assert result.lock is not None
-            result = yield from hop_actor(self.ws, aid, result.lock.hand_off({}), deps)
+            result = yield from hop_actor(self.ws, agent, result.lock.hand_off({}), deps)
         return result
 
     def scan(self) -> None:

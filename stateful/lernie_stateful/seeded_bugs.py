@@ -27,7 +27,7 @@ import lernie_ref.substrate.guarded as guarded
 import lernie_ref.substrate.shell as shell_module
 import lernie_ref.substrate.transcript as transcript
 from lernie_ref.core.actor import Actor, Passed
-from lernie_ref.core.ids import parent_of
+from lernie_ref.core.ids import AgentId, parent_of
 from lernie_ref.core.vocab import MESSAGES_DIR, TOOL_ORIGIN, Epitaph, MarkKind, Point
 from lernie_ref.substrate.lock import ExecutorLock
 from lernie_ref.substrate.workspace import Workspace
@@ -154,7 +154,7 @@ def _skip_mark(kind: str) -> Callable[[], contextlib.AbstractContextManager[None
     def apply() -> contextlib.AbstractContextManager[None]:
         real = Workspace.set_mark
 
-        def set_mark(self: Workspace, k: str, agent_id: str, sha: str) -> None:
+        def set_mark(self: Workspace, k: str, agent_id: AgentId, sha: str) -> None:
             if str(k) != kind:
                 real(self, k, agent_id, sha)
 

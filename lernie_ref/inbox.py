@@ -20,7 +20,7 @@ from lernie_ref.actors.probe import ProbeOutcome, probe_actor, probe_and_launch
 from lernie_ref.actors.writer import resolve_cli_sender
 from lernie_ref.core import TYPE_CHECKING
 from lernie_ref.core.clock import SystemClock
-from lernie_ref.core.ids import parent_of
+from lernie_ref.core.ids import AgentId, parent_of, require_agent_id
 from lernie_ref.core.names import CONV_BRANCH_ENV, INBOX_DIR, USER_SENDER
 from lernie_ref.substrate import deposit as _deposit
 from lernie_ref.substrate.deposit import (
@@ -82,7 +82,7 @@ __all__ = [
 
 def deposit(ws: P, agent_id: str, sender: str, content: str, clock: Clock | None = None) -> P:
     """R-DEP-4: a plain message from ``sender`` into ``agent_id``'s inbox (create-only)."""
-    return _deposit.deposit(ws, agent_id, sender, content, clock or SystemClock())
+    return _deposit.deposit(ws, require_agent_id(agent_id), sender, content, clock or SystemClock())
 
 
 def deposit_result(
@@ -97,7 +97,7 @@ def deposit_result(
 ) -> Path:
     """R-DEP-5: ``child``'s result into ``recipient``'s inbox, then its returned mark."""
     return _deposit.deposit_result(
-        ws, recipient, child, epitaph, terminal_ref, response,
+        ws, require_agent_id(recipient), require_agent_id(child), epitaph, terminal_ref, response,
         clock or SystemClock(), git or _subprocess_git(),
     )  # fmt: skip
 
@@ -113,7 +113,8 @@ def deposit_child_result(
 ) -> Path | None:
     """R-ADDR-1: ``child``'s result into its parent's inbox; ``None`` for a root."""
     return _deposit.deposit_child_result(
-        ws, child, epitaph, terminal_ref, response, clock or SystemClock(), git or _subprocess_git()
+        ws, require_agent_id(child), epitaph, terminal_ref, response, clock or SystemClock(),
+        git or _subprocess_git(),
     )
 
 
@@ -130,7 +131,7 @@ def cli_message(
     sender: str,
     launcher: Launcher,
     clock: Clock | None = None,
-    preflight: Callable[[str], None] | None = None,
+    preflight: Callable[[AgentId], None] | None = None,
 ) -> ProbeOutcome:
     """R-PROBE-4: :func:`~lernie_ref.actors.writer.message_actor` run straight through."""
     return writer.message(ws, agent, content, sender, launcher, clock or SystemClock(), preflight)
@@ -143,8 +144,8 @@ def cli_dispatch(
     name: str,
     launcher: Launcher,
     clock: Clock | None = None,
-    created: Callable[[str], None] | None = None,
-) -> str:
+    created: Callable[[AgentId], None] | None = None,
+) -> AgentId:
     """R-PROBE-6: :func:`~lernie_ref.actors.writer.dispatch_actor` run straight through."""
     return writer.dispatch(ws, parent, goal, name, launcher, clock or SystemClock(), created)
 
@@ -155,7 +156,7 @@ def cli_prompt(
     name: str,
     launcher: Launcher,
     clock: Clock | None = None,
-    created: Callable[[str], None] | None = None,
-) -> str:
+    created: Callable[[AgentId], None] | None = None,
+) -> AgentId:
     """R-PROBE-5: :func:`~lernie_ref.actors.writer.prompt_actor` run straight through."""
     return writer.prompt(ws, text, name, launcher, clock or SystemClock(), created)

@@ -30,6 +30,7 @@ from lernie_ref.adapters.protocol import ModelAdapter
 from lernie_ref.adapters.scripted import ScriptedModel
 from lernie_ref.core.actor import Passed
 from lernie_ref.core.clock import Clock, FixedClock, SystemClock
+from lernie_ref.core.ids import require_agent_id
 from lernie_ref.core.stepper import Stepper
 from lernie_ref.core.vocab import Point
 from lernie_ref.substrate.config import Config
@@ -108,9 +109,10 @@ class Inline:
         generator is closed, so the lease goes (as at process death) and nothing else is
         written; ``None`` is returned then.
         """
+        aid = require_agent_id(agent)  # the harness is an edge (R-ID-9)
         env: dict[str, str] = {}
         while True:
-            actor = hop_actor(self.ws, agent, env, self.deps)
+            actor = hop_actor(self.ws, aid, env, self.deps)
             stepper = Stepper(actor)
             while (passed := stepper.step()) is not None:
                 if die is not None and die(passed):
@@ -128,7 +130,7 @@ class Inline:
         while result.outcome is Outcome.TOOLS_RAN:
             assert result.lock is not None
             env = result.lock.hand_off({})
-            stepper = Stepper(hop_actor(self.ws, agent, env, self.deps))
+            stepper = Stepper(hop_actor(self.ws, require_agent_id(agent), env, self.deps))
             result = stepper.finish()
             self.hops.append(agent)
         return result

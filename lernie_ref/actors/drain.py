@@ -38,6 +38,7 @@ from lernie_ref.core.errors import (
     io_text,
 )
 from lernie_ref.core.frontmatter import own_result_ref
+from lernie_ref.core.ids import AgentId
 from lernie_ref.core.record import record
 from lernie_ref.core.vocab import MESSAGES_DIR, Point
 from lernie_ref.substrate import guarded
@@ -84,7 +85,7 @@ def _read_deposit(inbox: guarded.Dir, item: Pending) -> str:
         ) from None
 
 
-def recover_strays(worktree: Path, agent_id: str, git: GitRunner) -> bool:
+def recover_strays(worktree: Path, agent_id: AgentId, git: GitRunner) -> bool:
     """R-DRAIN-2: commit anything uncommitted under ``messages/``; ``True`` if there was some."""
     try:
         status = git.run(worktree, ["status", "--porcelain", "--", MESSAGES_DIR]).stdout
@@ -106,7 +107,7 @@ def recover_strays(worktree: Path, agent_id: str, git: GitRunner) -> bool:
     return True
 
 
-def rematerialize(ws: Workspace, agent_id: str) -> None:
+def rematerialize(ws: Workspace, agent_id: AgentId) -> None:
     """R-DRAIN-6: re-create ``agents/<id>/`` from the branch (pruning a stale registration)."""
     worktree = Path(os.path.abspath(ws.worktree(agent_id)))
     ws.require_free_worktree_path(agent_id)
@@ -117,7 +118,7 @@ def rematerialize(ws: Workspace, agent_id: str) -> None:
         raise GitOpError("worktree add (rematerialize)", exc) from None
 
 
-def deliver_actor(worktree: Path, agent_id: str, item: Pending, git: GitRunner) -> Actor[str]:
+def deliver_actor(worktree: Path, agent_id: AgentId, item: Pending, git: GitRunner) -> Actor[str]:
     """R-DRAIN-4: ``rename`` one deposit to ``messages/NNN-<sender>.md``, then commit it alone.
 
     Points: ``Point.DRAIN_RENAMED``, ``Point.DRAIN_COMMITTED``.
@@ -142,13 +143,13 @@ def deliver_actor(worktree: Path, agent_id: str, item: Pending, git: GitRunner) 
 
 def drain_actor(
     ws: Workspace,
-    agent_id: str,
+    agent_id: AgentId,
     lock: ExecutorLock,
     git: GitRunner | None = None,
     *,
     strays_recovered: bool = False,
-    recover: Callable[[Path, str, GitRunner], bool] = recover_strays,
-    deliver: Callable[[Path, str, Pending, GitRunner], Actor[str]] = deliver_actor,
+    recover: Callable[[Path, AgentId, GitRunner], bool] = recover_strays,
+    deliver: Callable[[Path, AgentId, Pending, GitRunner], Actor[str]] = deliver_actor,
 ) -> Actor[Delivery]:
     """R-DRAIN-1 to R-DRAIN-6 under ``lock`` (held by the caller for the whole drain).
 

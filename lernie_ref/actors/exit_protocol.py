@@ -31,6 +31,7 @@ from lernie_ref.actors.release import notice, release_actor
 from lernie_ref.core.actor import Actor, Passed
 from lernie_ref.core.clock import Clock
 from lernie_ref.core.errors import DepositError, GitOpError, LernieError
+from lernie_ref.core.ids import AgentId
 from lernie_ref.core.vocab import Epitaph, MarkKind, Point
 from lernie_ref.substrate.deposit import deposit_result_actor
 from lernie_ref.substrate.launcher import Launcher
@@ -38,7 +39,7 @@ from lernie_ref.substrate.lock import ExecutorLock
 from lernie_ref.substrate.workspace import Workspace
 
 
-def terminal_ref(ws: Workspace, agent_id: str) -> str:
+def terminal_ref(ws: Workspace, agent_id: AgentId) -> str:
     """The full sha of the agent's branch tip (the result's ``terminal_ref``)."""
     try:
         return ws.git.run(ws.worktree(agent_id), ["rev-parse", "HEAD"]).stdout
@@ -48,7 +49,7 @@ def terminal_ref(ws: Workspace, agent_id: str) -> str:
 
 def conclude_actor(
     ws: Workspace,
-    agent_id: str,
+    agent_id: AgentId,
     epitaph: Epitaph,
     lock: ExecutorLock,
     seen: frozenset[tuple[str, int]],
@@ -57,7 +58,7 @@ def conclude_actor(
     launcher: Launcher,
     clock: Clock,
     parts: HopParts = PRODUCTION,
-) -> Actor[str | None]:
+) -> Actor[AgentId | None]:
     """R-TERM-2: deposit → release → release rule → (final-response only) self and recipient.
 
     Returns the recipient (``None``: nothing deposited): one address per terminal event

@@ -53,6 +53,7 @@ from lernie_ref.core.errors import (
     TranscriptError,
     UnpairedToolUse,
 )
+from lernie_ref.core.ids import AgentId
 from lernie_ref.core.tooldefs import tool_specs
 from lernie_ref.core.vocab import STAGING_FILE, Epitaph, MarkKind, Point
 from lernie_ref.core.warrant import Warrant, warrant_of
@@ -88,7 +89,7 @@ class HopResult:
     lock: ExecutorLock | None = None
     """``TOOLS_RAN`` only: the lease, still held, to hand to the successor."""
     epitaph: Epitaph | None = None
-    recipient: str | None = None
+    recipient: AgentId | None = None
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,7 @@ class HopDeps:
 
 
 def _release_actor(
-    ws: Workspace, agent_id: str, lock: ExecutorLock, seen: frozenset[tuple[str, int]],
+    ws: Workspace, agent_id: AgentId, lock: ExecutorLock, seen: frozenset[tuple[str, int]],
     deps: HopDeps,
 ) -> Actor[None]:
     """R-REL-1 through the hop's parts."""
@@ -123,7 +124,7 @@ def model_steps(entries: Sequence[Entry[object]]) -> int:
 
 
 def hop_actor(
-    ws: Workspace, agent_id: str, env: Mapping[str, str], deps: HopDeps
+    ws: Workspace, agent_id: AgentId, env: Mapping[str, str], deps: HopDeps
 ) -> Actor[HopResult]:
     """R-STEP-1 to R-STEP-5 after the guards: take the lease, then settle, drain, warrant,
     step.
@@ -158,7 +159,7 @@ def hop_actor(
         raise
 
 
-def _settle_actor(ws: Workspace, agent_id: str, ids: Sequence[str], text: str) -> Actor[None]:
+def _settle_actor(ws: Workspace, agent_id: AgentId, ids: Sequence[str], text: str) -> Actor[None]:
     if text == DIED_TEXT:
         # R-TOOL-7: the dead executor's tool processes die before their calls are settled
         from lernie_ref.substrate import shell
@@ -176,7 +177,7 @@ def _settle_actor(ws: Workspace, agent_id: str, ids: Sequence[str], text: str) -
         yield from transcript.tool_entry_actor(worktree, agent_id, block, staging, ws.git)
 
 
-def _drive(ws: Workspace, agent_id: str, lock: ExecutorLock, deps: HopDeps) -> Actor[HopResult]:
+def _drive(ws: Workspace, agent_id: AgentId, lock: ExecutorLock, deps: HopDeps) -> Actor[HopResult]:
     worktree = ws.worktree(agent_id)
     removed = gitlocks.clear_stale_locks(ws.root, worktree, agent_id)
     if removed:  # R-WS-8: before the holder's first git call
@@ -233,7 +234,7 @@ def _drive(ws: Workspace, agent_id: str, lock: ExecutorLock, deps: HopDeps) -> A
     return (yield from _step(ws, agent_id, lock, delivery.seen, deps))
 
 
-def _repair_returned_mark(ws: Workspace, agent_id: str) -> None:
+def _repair_returned_mark(ws: Workspace, agent_id: AgentId) -> None:
     """R-SCAN-11 at the hop, before its first commit moves the tip: a result carrying the
     tip that already reached its recipient gets its returned mark, which a kill between
     the result's publish and its mark left behind."""
@@ -254,7 +255,7 @@ def _repair_returned_mark(ws: Workspace, agent_id: str) -> None:
         repair_returned_mark(ws, agent_id, tip, to)
 
 
-def _send_lost_reply(ws: Workspace, agent_id: str, deps: HopDeps) -> Actor[bool]:
+def _send_lost_reply(ws: Workspace, agent_id: AgentId, deps: HopDeps) -> Actor[bool]:
     """R-DRAIN-8: deposit the reply of a final response whose driver died between the entry
     reaching the branch and the deposit (R-SCAN-9's conditions), and probe its recipient.
 
@@ -291,7 +292,7 @@ def _send_lost_reply(ws: Workspace, agent_id: str, deps: HopDeps) -> Actor[bool]
 
 def _conclude(
     ws: Workspace,
-    agent_id: str,
+    agent_id: AgentId,
     epitaph: Epitaph,
     lock: ExecutorLock,
     seen: frozenset[tuple[str, int]],
@@ -314,7 +315,7 @@ def _conclude(
 
 def _step(
     ws: Workspace,
-    agent_id: str,
+    agent_id: AgentId,
     lock: ExecutorLock,
     seen: frozenset[tuple[str, int]],
     deps: HopDeps,

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from lernie_ref.actors.readings import result_on_disk
 from lernie_ref.actors.release import notice
 from lernie_ref.core.errors import GitOpError, LernieError
-from lernie_ref.core.ids import parent_of
+from lernie_ref.core.ids import AgentId, as_agent_id, parent_of
 from lernie_ref.core.vocab import Epitaph, MarkKind
 from lernie_ref.substrate.transcript import (
     Transcript,
@@ -27,16 +27,17 @@ from lernie_ref.substrate.workspace import Workspace
 
 def landed_result(
     ws: Workspace,
-    agent: str,
+    agent: AgentId,
     tip: str,
-    registered: Callable[[str], bool],
+    registered: Callable[[AgentId], bool],
     listed: Transcript | None = None,
-) -> str | None:
+) -> AgentId | None:
     """R-SCAN-11: the agent whose inbox or transcript holds a result from ``agent``
     carrying ``tip`` (its parent, for an obituary; the final response's recipient, when
     the newest entry is one), or ``None``. The caller has seen the returned mark elsewhere."""
-    candidates: list[str] = []
-    parent = parent_of(agent)
+    candidates: list[AgentId] = []
+    derived = parent_of(agent)
+    parent = None if derived is None else as_agent_id(derived)  # guarded where derived (R-ID-9)
     if parent is not None and registered(parent):
         candidates.append(parent)
     entries = read_entries(ws.worktree(agent)) if listed is None else listed.everything()
@@ -47,7 +48,7 @@ def landed_result(
     return next((to for to in candidates if result_on_disk(ws, to, agent, tip)), None)
 
 
-def repair_returned_mark(ws: Workspace, agent: str, tip: str, to: str) -> None:
+def repair_returned_mark(ws: Workspace, agent: AgentId, tip: str, to: str) -> None:
     """R-SCAN-11: move ``refs/lernie/returned/<agent>`` to ``tip``, whose result already
     reached ``to`` (the caller holds the agent's lock, R-WS-8), with one notice line."""
     try:

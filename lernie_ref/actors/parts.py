@@ -24,6 +24,7 @@ from lernie_ref.actors.probe import ProbeOutcome, probe_actor
 from lernie_ref.actors.release import owed_launch
 from lernie_ref.core.actor import Actor
 from lernie_ref.core.entry import Block
+from lernie_ref.core.ids import AgentId
 from lernie_ref.core.vocab import Role
 from lernie_ref.core.warrant import unanswered_tail
 from lernie_ref.substrate.deposit import Pending, pending
@@ -38,9 +39,9 @@ from lernie_ref.substrate.workspace import Workspace
 class HopParts:
     """The collaborators a hop's actors call through; each defaults to production's."""
 
-    recover_strays: Callable[[Path, str, GitRunner], bool] = recover_strays
+    recover_strays: Callable[[Path, AgentId, GitRunner], bool] = recover_strays
     """R-DRAIN-2: commit what a crashed delivery left under ``messages/``."""
-    deliver_actor: Callable[[Path, str, Pending, GitRunner], Actor[str]] = deliver_actor
+    deliver_actor: Callable[[Path, AgentId, Pending, GitRunner], Actor[str]] = deliver_actor
     """R-DRAIN-4: move one deposit into the transcript and commit it."""
     unanswered_tail: Callable[[Sequence[tuple[Role, Sequence[Block]]]], list[str]] = (
         unanswered_tail
@@ -52,11 +53,11 @@ class HopParts:
     """R-REL-1: whether that listing owes a launch."""
     release_lock: Callable[[ExecutorLock], None] = ExecutorLock.release
     """R-LOCK-2: the release's ``LOCK_UN`` (and close) of the executor lock."""
-    terminal_mark: Callable[[Workspace, str, str, str], None] = Workspace.set_mark
+    terminal_mark: Callable[[Workspace, str, AgentId, str], None] = Workspace.set_mark
     """R-TERM-4, R-TERM-6: the mark a budget-exhausted or stopped exit leaves."""
-    recipient: Callable[[Path, str, str], str | None] = recipient
+    recipient: Callable[[Path, str, str], AgentId | None] = recipient
     """R-ADDR-1, R-ADDR-3: where the exit protocol deposits a terminal event's result."""
-    recipient_probe: Callable[[Path, str, Launcher], Actor[ProbeOutcome]] = probe_actor
+    recipient_probe: Callable[[Path, AgentId, Launcher], Actor[ProbeOutcome]] = probe_actor
     """R-TERM-2 (4): the exit protocol's probe of the recipient."""
 
 

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from typing import ClassVar
 
     from lernie_ref.core.actor import Actor
+    from lernie_ref.core.ids import AgentId
     from lernie_ref.substrate.deposit import P
     from lernie_ref.substrate.launcher import Launcher
 
@@ -44,7 +45,7 @@ ProbeOutcome.LAUNCHED = ProbeOutcome("launched")
 ProbeOutcome.BUSY = ProbeOutcome("busy")
 
 
-def probe_actor(ws: P, agent_id: str, launcher: Launcher) -> Actor[ProbeOutcome]:
+def probe_actor(ws: P, agent_id: AgentId, launcher: Launcher) -> Actor[ProbeOutcome]:
     """R-PROBE-1: try-acquire; free → release *then* launch (LAUNCHED); held → BUSY.
 
     Points: ``Point.PROBE_BUSY``; or ``Point.PROBE_ACQUIRED``, ``Point.PROBE_RELEASED``,
@@ -68,12 +69,12 @@ def probe_actor(ws: P, agent_id: str, launcher: Launcher) -> Actor[ProbeOutcome]
     return ProbeOutcome.LAUNCHED
 
 
-def probe_and_launch(ws: P, agent_id: str, launcher: Launcher) -> ProbeOutcome:
+def probe_and_launch(ws: P, agent_id: AgentId, launcher: Launcher) -> ProbeOutcome:
     """R-PROBE-1: :func:`probe_actor` run straight through."""
     return run(probe_actor(ws, agent_id, launcher))
 
 
-def writer_probe_actor(ws: P, agent_id: str, launcher: Launcher) -> Actor[ProbeOutcome]:
+def writer_probe_actor(ws: P, agent_id: AgentId, launcher: Launcher) -> Actor[ProbeOutcome]:
     """R-PROBE-2: a writer's probe; lock and launch failures read ``probe executor lock: {io}``.
 
     Points: those of :func:`probe_actor`: ``Point.PROBE_BUSY``, ``Point.PROBE_ACQUIRED``,

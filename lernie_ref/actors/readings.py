@@ -23,7 +23,7 @@ from lernie_ref.core.entry import Entry as _Entry
 from lernie_ref.core.entry import entry_blocks, text_of
 from lernie_ref.core.errors import ContainmentError, GitOpError, LernieError, ScanError
 from lernie_ref.core.frontmatter import terminal_ref_of
-from lernie_ref.core.ids import is_agent_id, parent_of, require_agent_id
+from lernie_ref.core.ids import AgentId, parent_of
 from lernie_ref.core.sweep import (
     REVIVALS_FILE,
     Condition,
@@ -77,7 +77,7 @@ __all__ = [
 # ------------------------------------------------------------------ refs and marks
 
 
-def mark_value(ws: Workspace, kind: str, agent: str) -> str | None:
+def mark_value(ws: Workspace, kind: str, agent: AgentId) -> str | None:
     """The commit ``refs/lernie/<kind>/<agent>`` names (``rev-parse --verify --quiet
     <mark>^{commit}``), or ``None`` when there is no such mark (or it names no commit):
     the one mark reader (the sweep's :class:`Refs` falls back to it, the hop and
@@ -85,10 +85,9 @@ def mark_value(ws: Workspace, kind: str, agent: str) -> str | None:
 
     Read from the ref files and the loose object's type when they answer plainly
     (:meth:`~lernie_ref.substrate.reffiles.RefFiles.commit_of`), else asked of git."""
-    if is_agent_id(agent):
-        known, value = ws.ref_files.commit_of(f"{MARK_REF_PREFIX}{kind}/{agent}")
-        if known:
-            return value
+    known, value = ws.ref_files.commit_of(f"{MARK_REF_PREFIX}{kind}/{agent}")
+    if known:
+        return value
     result = ws.git.run(
         ws.repo_git,
         ["rev-parse", "--verify", "--quiet", f"{MARK_REF_PREFIX}{kind}/{agent}^{{commit}}"],
@@ -99,7 +98,7 @@ def mark_value(ws: Workspace, kind: str, agent: str) -> str | None:
     return result.stdout
 
 
-def transcript_due(ws: Workspace, agent: str, listed: Transcript | None = None) -> Warrant:
+def transcript_due(ws: Workspace, agent: AgentId, listed: Transcript | None = None) -> Warrant:
     """R-STEP-3 over the agent's worktree transcript (strays included: they were delivered).
 
     ``listed``: the agent's transcript as the caller's hold already listed it."""
@@ -108,7 +107,7 @@ def transcript_due(ws: Workspace, agent: str, listed: Transcript | None = None) 
     return warrant_of(history_of(load(listed.worktree, listed)))
 
 
-def tip_of(ws: Workspace, agent: str) -> str:
+def tip_of(ws: Workspace, agent: AgentId) -> str:
     try:
         return ws.branch_tip(agent)
     except LernieError as exc:
@@ -133,7 +132,7 @@ class Refs:
     def __init__(
         self,
         ws: Workspace,
-        agent: str,
+        agent: AgentId,
         confirmed: AgentRefs | None = None,
         *,
         oids: Callable[[], AgentOids | None] | None = None,
@@ -201,7 +200,7 @@ class Refs:
 
 def assess(
     ws: Workspace,
-    agent: str,
+    agent: AgentId,
     refs: Refs,
     listed: Transcript | None = None,
     held: ExecutorLock | None = None,
@@ -227,7 +226,7 @@ def assess(
 # ------------------------------------------------------------------ results owed
 
 
-def may_owe_a_result(agent: str, registry: frozenset[str], listed: Transcript) -> bool:
+def may_owe_a_result(agent: AgentId, registry: frozenset[str], listed: Transcript) -> bool:
     """Whether R-SCAN-9, R-SCAN-10's stray or R-SCAN-11 can apply to an agent at rest
     (R-SCAN-4: with or without pending mail, which is no death).
 
@@ -246,7 +245,7 @@ def may_owe_a_result(agent: str, registry: frozenset[str], listed: Transcript) -
         return True
 
 
-def result_on_disk(ws: Workspace, to: str, sender: str, terminal_ref: str) -> bool:
+def result_on_disk(ws: Workspace, to: AgentId, sender: str, terminal_ref: str) -> bool:
     """A result from ``sender`` carrying ``terminal_ref`` is pending for or delivered to ``to``."""
     for deposit in pending(ws.inbox_dir(to)):
         if deposit.sender != sender:
@@ -265,7 +264,7 @@ def result_on_disk(ws: Workspace, to: str, sender: str, terminal_ref: str) -> bo
     )
 
 
-def _commits_entry(ws: Workspace, tip: str, subject: str, newest: Entry, agent: str) -> bool:
+def _commits_entry(ws: Workspace, tip: str, subject: str, newest: Entry, agent: AgentId) -> bool:
     """The tip is the newest entry's own commit (R-TR-3) or the stray recovery that
     committed it (R-DRAIN-2): a stray recovery's commit counts only when the entry is
     among the files it added. An earlier recovery at the tip, with the newest entry renamed
@@ -287,7 +286,7 @@ def _commits_entry(ws: Workspace, tip: str, subject: str, newest: Entry, agent: 
 
 def unsent_reply(
     ws: Workspace,
-    agent: str,
+    agent: AgentId,
     tip: str,
     registry: frozenset[str] | Callable[[], frozenset[str]],
     refs: Refs | None = None,
@@ -330,7 +329,7 @@ def unsent_reply(
 # ----------------------------------------------------------------------- revival
 
 
-def work_due(ws: Workspace, agent: str, listed: Transcript | None = None) -> bool:
+def work_due(ws: Workspace, agent: AgentId, listed: Transcript | None = None) -> bool:
     """R-SCAN-10: a hop would take a step (:func:`~lernie_ref.core.sweep.owed_launch` over
     the agent's worktree transcript).
 
@@ -342,7 +341,7 @@ def work_due(ws: Workspace, agent: str, listed: Transcript | None = None) -> boo
 
 def stray_terminal(
     ws: Workspace,
-    agent: str,
+    agent: AgentId,
     tip: str,
     refs: Refs | None = None,
     listed: Transcript | None = None,
@@ -368,12 +367,12 @@ def stray_terminal(
     return ws.git.run(ws.repo_git, ["cat-file", "-e", path], check=False).returncode != 0
 
 
-def revivals_at(ws: Workspace, agent: str, tip: str) -> int:
+def revivals_at(ws: Workspace, agent: AgentId, tip: str) -> int:
     """How many times the scan relaunched ``agent`` at ``tip`` (0 after any progress).
 
     Read as a regular file, never through a link (R-WS-7); anything unreadable reads 0."""
     try:
-        with guarded.walk(ws.root, (STEPS_DIR, require_agent_id(agent))) as steps:
+        with guarded.walk(ws.root, (STEPS_DIR, agent)) as steps:
             text = steps.read_bytes(REVIVALS_FILE).decode("utf-8")
     except (OSError, UnicodeDecodeError, ContainmentError):
         return 0

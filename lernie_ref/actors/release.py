@@ -28,6 +28,7 @@ from lernie_ref.actors.probe import ProbeOutcome, probe_actor
 from lernie_ref.core.actor import Actor, Passed
 from lernie_ref.core.errors import LernieError, io_text
 from lernie_ref.core.frontmatter import deposit_warrants_launch
+from lernie_ref.core.ids import AgentId
 from lernie_ref.core.vocab import Point
 from lernie_ref.substrate.deposit import Pending, inbox_dir, pending
 from lernie_ref.substrate.launcher import Launcher
@@ -61,7 +62,7 @@ def owed_launch(listing: Sequence[Pending], seen: frozenset[tuple[str, int]]) ->
 
 def release_actor(
     ws: Path,
-    agent_id: str,
+    agent_id: AgentId,
     lock: ExecutorLock,
     seen: frozenset[tuple[str, int]],
     launcher: Launcher,

@@ -70,7 +70,7 @@ from lernie_ref.core.errors import (
     ScanError,
     io_text,
 )
-from lernie_ref.core.ids import is_agent_id, parent_of, require_agent_id
+from lernie_ref.core.ids import AgentId, as_agent_id, parent_of, require_agent_id
 from lernie_ref.core.sweep import (
     REVIVALS_FILE,
     REVIVE_LIMIT,
@@ -108,19 +108,19 @@ pending mail or not (R-SCAN-4: mail is not a death, so the agent is at rest)."""
 # --------------------------------------------------------------------- revival
 
 
-def _record_revival(ws: Workspace, agent: str, tip: str, count: int) -> None:
+def _record_revival(ws: Workspace, agent: AgentId, tip: str, count: int) -> None:
     """Write ``<tip> <count>`` by rename (the caller holds the agent's lock), through the
     guarded walk: ``steps/<id>/`` and the file are never reached through a link (R-WS-7)."""
     temp = f".{REVIVALS_FILE}.tmp"
     try:
-        with guarded.walk(ws.root, (STEPS_DIR, require_agent_id(agent)), create=True) as steps:
+        with guarded.walk(ws.root, (STEPS_DIR, agent), create=True) as steps:
             steps.replace(temp, revivals_record(tip, count).encode())
             steps.rename(temp, steps, REVIVALS_FILE)
     except OSError as exc:
         raise ScanError(f"record revival of {agent}: {io_text(exc)}") from None
 
 
-def _kill_tool_leftovers(ws: Workspace, agent: str, listed: Transcript | None) -> None:
+def _kill_tool_leftovers(ws: Workspace, agent: AgentId, listed: Transcript | None) -> None:
     """R-TOOL-7 under the sweep's hold: a dead executor's open tool window may have left
     its tool's processes running; they die now, before the revived hop settles the calls
     as ``died``."""
@@ -136,7 +136,7 @@ def _kill_tool_leftovers(ws: Workspace, agent: str, listed: Transcript | None) -
         )
 
 
-def _revive(ws: Workspace, agent: str, tip: str, report: ScanReport) -> bool:
+def _revive(ws: Workspace, agent: AgentId, tip: str, report: ScanReport) -> bool:
     """R-SCAN-10: record one more revival at ``tip`` unless the crash-loop guard gave up.
 
     I-20: every agent the sweep finds dead with work due gets its launch here, the guard
@@ -179,7 +179,7 @@ class _Pass:
         self.clock = clock
         self.oids = oids
         # A ref whose name is not one path component (``agents/x/y``) names no agent.
-        self.agents = [a for a in oids.agent_ids() if is_agent_id(a)]
+        self.agents = oids.agent_ids()
         self.registry = frozenset(self.agents)
         self.files: RefFiles = ws.ref_files
         self.facts = ObjectFacts(ws.git, ws.repo_git)
@@ -195,7 +195,7 @@ class _Hold:
 
     __slots__ = ("agent", "cleared", "lock", "run")
 
-    def __init__(self, run: _Pass, agent: str, lock: ExecutorLock | None) -> None:
+    def __init__(self, run: _Pass, agent: AgentId, lock: ExecutorLock | None) -> None:
         self.run = run
         self.agent = agent
         self.lock = lock
@@ -236,7 +236,7 @@ class _Hold:
         return Refs(run.ws, agent, oids=confirmed, facts=run.facts), Transcript(worktree)
 
 
-def _sweep_one(run: _Pass, agent: str) -> Actor[None]:
+def _sweep_one(run: _Pass, agent: AgentId) -> Actor[None]:
     """One agent's sweep under its lock (R-SCAN-4, R-SCAN-5, R-SCAN-6).
 
     I-16: ``died`` goes out only while this pass holds the agent's lock, with no pending
@@ -300,9 +300,9 @@ def _died(hold: _Hold, refs: Refs, listed: Transcript) -> Actor[bool]:
     run, agent, report = hold.run, hold.agent, hold.run.report
     ws = run.ws
     tip = refs.tip()
-    parent = parent_of(agent)
-    if parent not in run.registry:
-        parent = None  # R-SCAN-1: a parent with no ref makes the agent a root
+    derived = parent_of(agent)
+    # R-SCAN-1: a parent with no ref makes the agent a root; a registered one is an id
+    parent = require_agent_id(derived) if derived in run.registry else None
     if parent is None:
         report.silent_deaths.append(agent)
     elif not obituary_owed(Condition.DIED_MID_WORK, parent, refs.mark(MarkKind.RETURNED), tip):
@@ -453,16 +453,20 @@ def _flush(
     ws: Workspace, registry: frozenset[str], launcher: Launcher, report: ScanReport
 ) -> Actor[None]:
     for name in _inbox_names(ws):
+        # a listing is an edge (R-ID-9); a directory whose name is no id is debris below
+        aid = as_agent_id(name)
         # a registered agent's inbox as text: no path object for an empty inbox
         temps: list[str] = []
-        mail = pending(ws.inbox_text(name) if name in registry else ws.inbox_root / name,
-                       temps=temps)
+        mail = pending(
+            ws.inbox_text(aid) if aid is not None and aid in registry else ws.inbox_root / name,
+            temps=temps,
+        )
         if temps:
             _remove_dead_temps(ws, name, temps)
         if not mail:
             continue
         # An agent created after the registry was read is not debris (R-SCAN-2).
-        if name not in registry and not ws.agent_exists(name):
+        if aid is None or (aid not in registry and not ws.agent_exists(aid)):
             try:
                 present, lock = try_acquire_present(ws.inbox_root / name)
             except LockError:
@@ -475,14 +479,14 @@ def _flush(
             yield Passed(Point.SCAN_DEBRIS, name)
             continue
         try:
-            outcome = yield from probe_actor(ws.root, name, launcher)
+            outcome = yield from probe_actor(ws.root, aid, launcher)
         except (LockError, LaunchError) as exc:
             detail = exc.detail
             raise ScanError(f"flush (probe-and-launch) for {name}: {detail}") from None
         if outcome is ProbeOutcome.LAUNCHED:
-            report.launched.append(name)
+            report.launched.append(aid)
         else:
-            report.busy.append(name)
+            report.busy.append(aid)
         yield Passed(Point.SCAN_FLUSHED, name, outcome.value)
 
 

@@ -43,6 +43,7 @@ from lernie_ref.substrate.launcher import Launcher
 from lernie_ref.substrate.workspace import Workspace
 
 if TYPE_CHECKING:  # the work tools' modules load with the first call that needs them
+    from lernie_ref.core.ids import AgentId
     from lernie_ref.substrate.agentfs import AgentFiles, Parts
 
 
@@ -57,7 +58,7 @@ class ToolContext:
     """What one tool call needs: the agent, its workspace and the hop's injected parts."""
 
     ws: Workspace
-    agent_id: str
+    agent_id: AgentId
     launcher: Launcher
     clock: Clock
     config: Config

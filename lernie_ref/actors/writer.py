@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from lernie_ref.core.actor import Actor
     from lernie_ref.core.clock import Clock
+    from lernie_ref.core.ids import AgentId
     from lernie_ref.substrate.deposit import Stream
     from lernie_ref.substrate.launcher import Launcher
     from lernie_ref.substrate.registry import Registry
@@ -58,7 +59,7 @@ def message_actor(
     sender: str,
     launcher: Launcher,
     clock: Clock,
-    preflight: Callable[[str], None] | None = None,
+    preflight: Callable[[AgentId], None] | None = None,
 ) -> Actor[ProbeOutcome]:
     """R-PROBE-4: id guard, name resolution, workspace and existence guards, deposit, probe.
 
@@ -96,14 +97,14 @@ def _spooled(ws: Workspace, text: str | Stream, what: str) -> str | Spool:
 
 def _found(
     ws: Workspace,
-    mint: Callable[[], str],
-    prepare: Callable[[str], str],
+    mint: Callable[[], AgentId],
+    prepare: Callable[[AgentId], str],
     sender: str,
     held: str | Spool,
     launcher: Launcher,
     clock: Clock,
-    created: Callable[[str], None] | None = None,
-) -> Actor[str]:
+    created: Callable[[AgentId], None] | None = None,
+) -> Actor[AgentId]:
     """Create a new agent in one visible step and deposit ``held`` into its inbox from
     ``sender``, then probe it: the tail that a dispatch and a prompt share (R-PROBE-5,
     R-PROBE-6). Returns the new id.
@@ -120,7 +121,8 @@ def _found(
     commit point removes the remains at once. A spool is closed whatever happened.
     """
     made = False
-    aid = creation = ""
+    aid: AgentId | None = None
+    creation = ""
     lock = None
     try:
         aid = mint()
@@ -140,7 +142,7 @@ def _found(
         if not isinstance(held, str):
             held.close()
         if lock is not None:
-            if not made:
+            if not made and aid is not None:
                 # what is left, if anything, the next scan removes (R-SCAN-12); no
                 # contextlib here: it loads collections on the message path (R-CLI-5)
                 try:  # noqa: SIM105
@@ -160,8 +162,8 @@ def dispatch_actor(
     name: str,
     launcher: Launcher,
     clock: Clock,
-    created: Callable[[str], None] | None = None,
-) -> Actor[str]:
+    created: Callable[[AgentId], None] | None = None,
+) -> Actor[AgentId]:
     """R-PROBE-6: fork a child of ``parent``, deposit ``goal`` as the parent's message, probe.
 
     Returns the child id. The child's branch is created, at its creation commit, only
@@ -178,16 +180,16 @@ def dispatch_actor(
     """
     if isinstance(goal, str):
         _require_text("goal", goal)
-    parent = ws.resolve_agent(parent, DISPATCH_REASON)
+    target = ws.resolve_agent(parent, DISPATCH_REASON)
     ws.check_new_name(name)
     held = _spooled(ws, goal, "goal")
 
-    def prepare(child: str) -> str:
-        return ws.prepare_child_agent(parent, child, name, held)
+    def prepare(child: AgentId) -> str:
+        return ws.prepare_child_agent(target, child, name, held)
 
     return (
         yield from _found(
-            ws, lambda: ws.mint_child(parent, clock), prepare, parent, held, launcher, clock,
+            ws, lambda: ws.mint_child(target, clock), prepare, target, held, launcher, clock,
             created,
         )
     )
@@ -199,8 +201,8 @@ def prompt_actor(
     name: str,
     launcher: Launcher,
     clock: Clock,
-    created: Callable[[str], None] | None = None,
-) -> Actor[str]:
+    created: Callable[[AgentId], None] | None = None,
+) -> Actor[AgentId]:
     """R-PROBE-5: mint a root, create its branch and worktree, deposit ``text`` as ``user``,
     probe. Returns the root id. ``name`` is its optional display name (R-ID-8).
     ``text`` is text, or a stream stored once in a spool and copied from there (R-CLI-7).
@@ -220,7 +222,7 @@ def prompt_actor(
     ws.check_new_name(name)
     held = _spooled(ws, text, "prompt text")
 
-    def prepare(root: str) -> str:
+    def prepare(root: AgentId) -> str:
         return ws.prepare_root_agent(root, name, held)
 
     return (
@@ -236,7 +238,7 @@ def message(
     sender: str,
     launcher: Launcher,
     clock: Clock,
-    preflight: Callable[[str], None] | None = None,
+    preflight: Callable[[AgentId], None] | None = None,
 ) -> ProbeOutcome:
     """:func:`message_actor` run straight through."""
     return run(message_actor(ws, agent, content, sender, launcher, clock, preflight))
@@ -249,8 +251,8 @@ def dispatch(
     name: str,
     launcher: Launcher,
     clock: Clock,
-    created: Callable[[str], None] | None = None,
-) -> str:
+    created: Callable[[AgentId], None] | None = None,
+) -> AgentId:
     """:func:`dispatch_actor` run straight through."""
     return run(dispatch_actor(ws, parent, goal, name, launcher, clock, created))
 
@@ -261,7 +263,7 @@ def prompt(
     name: str,
     launcher: Launcher,
     clock: Clock,
-    created: Callable[[str], None] | None = None,
-) -> str:
+    created: Callable[[AgentId], None] | None = None,
+) -> AgentId:
     """:func:`prompt_actor` run straight through."""
     return run(prompt_actor(ws, text, name, launcher, clock, created))

@@ -29,6 +29,7 @@ from lernie_ref.core import TYPE_CHECKING
 from lernie_ref.core.errors import ExecError, ExternalFailure, io_text
 
 if TYPE_CHECKING:
+    from lernie_ref.core.ids import AgentId
     from lernie_ref.substrate.config import Config
 
 REASON = "a hop drives an existing agent, named by id or unique name (R-ID-6)"
@@ -50,7 +51,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("agent", help="the agent: an agent id or a unique agent name")
 
 
-def recorded_config(root: str, agent: str, config: Config) -> Config:
+def recorded_config(root: str, agent: AgentId, config: Config) -> Config:
     """R-STEP-9: ``config`` running the model recorded for ``agent`` (its own record or its
     nearest ancestor's); a different choice in this environment is one warning line on
     stderr (the driver log), never a switch."""

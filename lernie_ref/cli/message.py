@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable
 
+    from lernie_ref.core.ids import AgentId
+
 
 
 class PlainArgs:
@@ -47,12 +49,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     content.add(parser, "content", "the message text, deposited byte for byte")
 
 
-def _preflight(root: str) -> Callable[[str], None]:
+def _preflight(root: str) -> Callable[[AgentId], None]:
     """R-CLI-8: what the recipient's driver will need, checked once the recipient is known
     and before anything is deposited; a warning when this environment chooses another model
     than the recipient's (R-STEP-9)."""
 
-    def check(agent: str) -> None:
+    def check(agent: AgentId) -> None:
         from lernie_ref.substrate.preflight import for_agent
 
         note = for_agent(root, agent, os.environ)

@@ -22,6 +22,7 @@ from lernie_ref.core.errors import AgentsDied, Interrupted, UsageError
 from lernie_ref.substrate.workspace import Workspace
 
 if TYPE_CHECKING:
+    from lernie_ref.core.ids import AgentId
     from lernie_ref.substrate.preflight import Spec
 
 
@@ -70,7 +71,7 @@ def add_model(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def recorder(ws: Workspace, spec: Spec, record: bool) -> Callable[[str], None] | None:
+def recorder(ws: Workspace, spec: Spec, record: bool) -> Callable[[AgentId], None] | None:
     """Writes the new agent's model record (R-STEP-9) before its first deposit."""
     if not record:
         return None
@@ -79,7 +80,7 @@ def recorder(ws: Workspace, spec: Spec, record: bool) -> Callable[[str], None] |
     return lambda aid: write_record(str(ws.root), aid, spec)
 
 
-def start(ns: argparse.Namespace, launcher: inbox.Launcher) -> tuple[Workspace, str]:
+def start(ns: argparse.Namespace, launcher: inbox.Launcher) -> tuple[Workspace, AgentId]:
     """Check what the driver will need (R-CLI-8), then create and launch the root; returns
     the workspace and the new id."""
     from lernie_ref.substrate.preflight import for_new
@@ -110,7 +111,7 @@ def run(ns: argparse.Namespace) -> str | None:
         ) from None
 
 
-def wait(ws: Workspace, root: str, launcher: inbox.Launcher, timeout_s: float) -> str | None:
+def wait(ws: Workspace, root: AgentId, launcher: inbox.Launcher, timeout_s: float) -> str | None:
     """R-LOG-2: print the id, wait for the tree to settle, then report on stderr every agent
     of it that died or gave up (exit 3), else return the root's final response."""
     from lernie_ref.operator.wait import Progress, casualties, final_response, wait_quiescent

@@ -1,14 +1,33 @@
-"""Agent ids: the id guard, descent (``parent_of``, depth) and minting (R-ID-*).
+"""Agent ids: the id guard, the :data:`AgentId` type, descent (``parent_of``, depth) and
+minting (R-ID-*).
 
 An agent id is its branch name and its inbox directory name, so the guard's one
-job is that an id stays a single path component (R-ID-3). The shape of an id is
-its descent: a child's id is its parent's id plus ``-<compact>-<short>``.
+job is that an id stays a single path component (R-ID-3). The guard runs once, where
+an id enters, and its result travels as :data:`AgentId` (R-ID-9); this module is the
+only one that makes one. The shape of an id is its descent: a child's id is its
+parent's id plus ``-<compact>-<short>``.
 """
 
 from __future__ import annotations
 
+from lernie_ref.core import TYPE_CHECKING
 from lernie_ref.core.clock import Clock, compact_stamp, short_id
 from lernie_ref.core.errors import NotAnAgentId
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import NewType
+
+    AgentId = NewType("AgentId", str)
+else:
+    AgentId = str  # at run time a plain ``str``: ``typing`` stays off the light paths (R-CLI-5)
+"""R-ID-9: an id that passed the guard (R-ID-3) where it entered; trusted from there on.
+
+Only :func:`require_agent_id` (the guard) and the minting functions, whose results are
+guarded by construction, produce one; every function that builds a path from an id takes an
+``AgentId``, so ``mypy --strict`` proves each such path went through the guard once. At run
+time it is a plain ``str`` (no cost on the ``lernie message`` path).
+"""
 
 """R-ID-7: the sender token of an operator deposit; never an agent id."""
 
@@ -27,8 +46,11 @@ def is_agent_id(agent_id: str) -> bool:
     return "/" not in agent_id and "\\" not in agent_id and "\0" not in agent_id
 
 
-def require_agent_id(agent_id: str) -> str:
-    """R-ID-3: return ``agent_id`` unchanged or raise :class:`NotAnAgentId`; never sanitize.
+def require_agent_id(agent_id: str) -> AgentId:
+    """R-ID-3, R-ID-9: return ``agent_id`` unchanged as an :data:`AgentId` or raise; never sanitize.
+
+    The one constructor of :data:`AgentId`: the edges (CLI arguments, name resolution,
+    directory listings, environment, argv) call it; code inside trusts the type.
 
     Contract (R-ID-3: an accepted id comes back unchanged, a declined one raises). CrossHair
     checks it through ``tests/support/bounded.py`` (an exception text built from a symbolic
@@ -40,7 +62,19 @@ def require_agent_id(agent_id: str) -> str:
     # crosshair: off
     if not is_agent_id(agent_id):
         raise NotAnAgentId(agent_id)
-    return agent_id
+    return AgentId(agent_id)
+
+
+def as_agent_id(text: str) -> AgentId | None:
+    """R-ID-3, R-ID-9: ``text`` as an :data:`AgentId` when it passes the guard, else ``None``
+    (for a name met in a listing, where a non-id is no agent rather than an error)."""
+    return AgentId(text) if is_agent_id(text) else None
+
+
+def agent_ids_among(names: Iterable[str]) -> list[AgentId]:
+    """R-ID-3, R-ID-9: the names of a listing (directory entries, refs) that pass the guard,
+    as :data:`AgentId`; the others are no agent's (the listing edge's form of the guard)."""
+    return [AgentId(name) for name in names if is_agent_id(name)]
 
 
 def parent_of(agent_id: str) -> str | None:
@@ -58,6 +92,14 @@ def parent_of(agent_id: str) -> str | None:
     return "-".join(tokens[:-2])
 
 
+def parent_id(agent_id: AgentId) -> AgentId | None:
+    """R-ID-1, R-ID-9: :func:`parent_of` as an :data:`AgentId`, guarded where it is derived
+    (the parent of the id ``..-a-b`` is ``..``, no id: :class:`NotAnAgentId`); ``None`` for a
+    root."""
+    parent = parent_of(agent_id)
+    return None if parent is None else require_agent_id(parent)
+
+
 def depth(agent_id: str) -> int:
     """R-ID-2: ``count('-') // 2``; a root is depth 0.
 
@@ -70,16 +112,19 @@ def depth(agent_id: str) -> int:
     return agent_id.count("-") // 2
 
 
-def mint_root_id(clock: Clock) -> str:
-    """R-ID-5: ``<compact>-<short>``, e.g. ``20260422T065432Z-0a1b2c3d``."""
+def mint_root_id(clock: Clock) -> AgentId:
+    """R-ID-5: ``<compact>-<short>``, e.g. ``20260422T065432Z-0a1b2c3d``.
+
+    Guarded by construction (digits, ``T``, ``Z``, hex and ``-`` only), hence an AgentId.
+    """
     now = clock.now_ns()
-    return f"{compact_stamp(now)}-{short_id(now)}"
+    return AgentId(f"{compact_stamp(now)}-{short_id(now)}")
 
 
-def mint_child_id(parent_id: str, clock: Clock) -> str:
-    """R-ID-5: ``<parent>-<compact>-<short>``."""
+def mint_child_id(parent_id: AgentId, clock: Clock) -> AgentId:
+    """R-ID-5: ``<parent>-<compact>-<short>``; a guarded parent plus safe tokens stays guarded."""
     now = clock.now_ns()
-    return f"{parent_id}-{compact_stamp(now)}-{short_id(now)}"
+    return AgentId(f"{parent_id}-{compact_stamp(now)}-{short_id(now)}")
 
 
 def is_timestamp_token(token: str) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 
+from lernie_ref.core.ids import AgentId
 from lernie_ref.core.record import field, record
 from lernie_ref.core.warrant import Warrant
 
@@ -57,7 +58,7 @@ def obituary_owed(condition: Condition, parent: str | None, returned: str | None
 class UnsentReply:
     """R-SCAN-9: a final response committed at the tip whose deposit never landed."""
 
-    recipient: str
+    recipient: AgentId
     response: str | None
 
 
@@ -124,16 +125,16 @@ class ScanReport:
     the pass removed (R-SCAN-12).
     """
 
-    silent_deaths: list[str] = field(default_factory=list)
-    swept: list[str] = field(default_factory=list)
+    silent_deaths: list[AgentId] = field(default_factory=list)
+    swept: list[AgentId] = field(default_factory=list)
     resent: list[tuple[str, str]] = field(default_factory=list)
-    launched: list[str] = field(default_factory=list)
-    busy: list[str] = field(default_factory=list)
+    launched: list[AgentId] = field(default_factory=list)
+    busy: list[AgentId] = field(default_factory=list)
     debris: list[str] = field(default_factory=list)
-    driven: list[str] = field(default_factory=list)
-    revived: list[str] = field(default_factory=list)
-    given_up: list[str] = field(default_factory=list)
-    abandoned: list[str] = field(default_factory=list)
+    driven: list[AgentId] = field(default_factory=list)
+    revived: list[AgentId] = field(default_factory=list)
+    given_up: list[AgentId] = field(default_factory=list)
+    abandoned: list[AgentId] = field(default_factory=list)
 
     def line(self) -> str:
         """R-SCAN-3: upstream's report line, byte for byte."""

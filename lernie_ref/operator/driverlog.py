@@ -12,13 +12,14 @@ import os
 from lernie_ref.core import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from lernie_ref.core.ids import AgentId
     from lernie_ref.substrate.workspace import Workspace
 
 LOG_TAIL = 8192
 """How much of a driver log's end is read for its last line."""
 
 
-def last_log_line(ws: Workspace, agent: str) -> str | None:
+def last_log_line(ws: Workspace, agent: AgentId) -> str | None:
     """The last non-blank line of ``steps/<id>/driver.log`` (``None``: no log, or empty)."""
     try:
         with open(ws.driver_log(agent), "rb") as handle:
@@ -43,7 +44,7 @@ def _failure_line(line: str | None) -> bool:
     return head.isidentifier() and named
 
 
-def failed_on(ws: Workspace, agent: str, newest_mail: float) -> str | None:
+def failed_on(ws: Workspace, agent: AgentId, newest_mail: float) -> str | None:
     """The failure line of the agent's last driver when it failed after its newest pending
     mail arrived (so it was launched for that mail, or later, and gave up), else ``None``.
     A driver launched for later mail writes its log after that mail, so a failure that

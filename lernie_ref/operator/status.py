@@ -21,7 +21,7 @@ from lernie_ref.actors.readings import mark_value, revivals_at, transcript_due
 from lernie_ref.core.entry import Entry as _Entry
 from lernie_ref.core.errors import LernieError
 from lernie_ref.core.frontmatter import split_frontmatter, terminal_ref_of
-from lernie_ref.core.ids import is_agent_id, parent_of
+from lernie_ref.core.ids import AgentId, parent_of
 from lernie_ref.core.record import as_dict, record
 from lernie_ref.core.sweep import REVIVE_LIMIT, Condition, at_rest_mark, condition_of
 from lernie_ref.core.vocab import NAME_FILE, Epitaph, MarkKind
@@ -46,7 +46,7 @@ Entry = _Entry[Path]
 class AgentStatus:
     """One row of ``lernie status`` (R-STATUS-1)."""
 
-    id: str
+    id: AgentId
     name: str
     parent: str | None
     live: bool | None
@@ -114,9 +114,9 @@ class _Results:
 
     def __init__(
         self,
-        agents: Sequence[str],
-        mail: dict[str, list[Pending]],
-        entries: dict[str, list[Entry]],
+        agents: Sequence[AgentId],
+        mail: dict[AgentId, list[Pending]],
+        entries: dict[AgentId, list[Entry]],
     ) -> None:
         self._by_sender: dict[str, list[Path]] = {}
         for agent in agents:
@@ -141,7 +141,7 @@ def last_epitaph(
     returned: str | None,
     budget: str | None,
     lookup: _Results,
-    agent: str,
+    agent: AgentId,
     stopped: str | None = None,
 ) -> str | None:
     """R-STATUS-3: the agent's latest terminal event as the disk records it.
@@ -167,7 +167,7 @@ def last_epitaph(
     return None
 
 
-def _refs_from_git(ws: Workspace, agent: str) -> AgentRefs:
+def _refs_from_git(ws: Workspace, agent: AgentId) -> AgentRefs:
     """One agent's tip and marks asked of git one by one (when the snapshot cannot say)."""
     try:
         tip = ws.branch_tip(agent)
@@ -182,7 +182,9 @@ def _refs_from_git(ws: Workspace, agent: str) -> AgentRefs:
     )
 
 
-def _agent_refs(ws: Workspace, oids: AgentOids | None, facts: ObjectFacts, agent: str) -> AgentRefs:
+def _agent_refs(
+    ws: Workspace, oids: AgentOids | None, facts: ObjectFacts, agent: AgentId
+) -> AgentRefs:
     """The agent's tip and marks: from the snapshot's object ids (a mark peeled to its
     commit by the facts, read only when some agent has a mark), else asked of git."""
     if oids is not None:
@@ -194,7 +196,7 @@ def _agent_refs(ws: Workspace, oids: AgentOids | None, facts: ObjectFacts, agent
     return _refs_from_git(ws, agent)
 
 
-def worktree_name(ws: Workspace, agent: str) -> str | None:
+def worktree_name(ws: Workspace, agent: AgentId) -> str | None:
     """R-STATUS-1: the trimmed ``name`` file of the agent's worktree, when it is a regular
     file (not reached through a link) of UTF-8 text; ``None`` otherwise."""
     path = f"{ws.worktree_text(agent)}/{NAME_FILE}"
@@ -256,12 +258,12 @@ def status(ws: Workspace) -> list[AgentStatus]:
     # a snapshot of one moment, as every other column is.
     table_reader = _Background(lock_table)
     snapshot = RefOids.read(ws.git, ws.repo_git)
-    agents = [a for a in snapshot.agent_ids() if is_agent_id(a)]
+    agents = snapshot.agent_ids()
     registry = frozenset(agents)
     facts = ObjectFacts(ws.git, ws.repo_git)
     refs = {a: _agent_refs(ws, snapshot.agent_oids(a), facts, a) for a in agents}
     listed = {agent: Transcript(ws.worktree_text(agent)) for agent in agents}
-    entries: dict[str, list[Entry]] = {}
+    entries: dict[AgentId, list[Entry]] = {}
     for agent in agents:
         with contextlib.suppress(LernieError):
             entries[agent] = listed[agent].everything()
@@ -278,7 +280,7 @@ def status(ws: Workspace) -> list[AgentStatus]:
         agent: None if lives[agent] is not False else worktree_name(ws, agent)
         for agent in agents
     }
-    unsure = {a: refs[a].tip for a in agents if names[a] is None}
+    unsure: dict[str, str] = {a: refs[a].tip for a in agents if names[a] is None}
     if unsure:
         names.update(names_at(ws.git, ws.repo_git, unsure))
     rows: list[AgentStatus] = []
@@ -417,7 +419,7 @@ def advice(ws: Workspace, row: AgentStatus) -> str | None:
     return None
 
 
-def _log_said(ws: Workspace, agent: str) -> str:
+def _log_said(ws: Workspace, agent: AgentId) -> str:
     """``; its driver log ends: <line>`` (naming a full disk), or nothing."""
     line = last_log_line(ws, agent)
     if line is None:

@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from lernie_ref.core.errors import ExternalFailure, SelfGroup
-from lernie_ref.core.ids import parent_of
+from lernie_ref.core.ids import AgentId, parent_of, require_agent_id
 from lernie_ref.core.record import field, record
 from lernie_ref.substrate import procfs
 from lernie_ref.substrate.procfs import LockLine, lock_table, parse_lock_line
@@ -59,7 +59,7 @@ MAX_ROUNDS = 3
 class Holder:
     """The process holding ``agent``'s executor lock, and the group it is signalled through."""
 
-    agent: str
+    agent: AgentId
     pid: int
     pgid: int
     driver: bool = True
@@ -84,7 +84,7 @@ class StopReport:
 # --------------------------------------------------------------------- pure parts
 
 
-def is_descendant_or_self(candidate: str, agent: str) -> bool:
+def is_descendant_or_self(candidate: str, agent: AgentId) -> bool:
     """R-STOP-3: ``candidate`` is ``agent`` or reaches it by repeated ``parent_of`` (R-ID-1),
     a grandchild included, so a stop reaches the whole subtree (I-22)."""
     current: str | None = candidate
@@ -128,9 +128,11 @@ def lock_holder_pids(inbox: Path) -> list[int] | None:
     return holders_in(lock_table(), inbox)
 
 
-def _holding_fds(pid: int, targets: dict[str, tuple[str, os.stat_result]]) -> list[tuple[str, int]]:
+def _holding_fds(
+    pid: int, targets: dict[str, tuple[AgentId, os.stat_result]]
+) -> list[tuple[AgentId, int]]:
     """(agent, recorded lock pid) for each descriptor of ``pid`` that holds a targeted lock."""
-    found: list[tuple[str, int]] = []
+    found: list[tuple[AgentId, int]] = []
     for fd, link in procfs.fd_targets(pid):
         hit = targets.get(link)
         if hit is None:
@@ -143,7 +145,7 @@ def _holding_fds(pid: int, targets: dict[str, tuple[str, os.stat_result]]) -> li
     return found
 
 
-def _is_driver(pid: int, agent: str) -> bool:
+def _is_driver(pid: int, agent: AgentId) -> bool:
     argv = procfs.cmdline(pid)
     return argv is not None and b"advance" in argv and os.fsencode(agent) in argv
 
@@ -153,13 +155,13 @@ def _pgid(pid: int) -> int | None:
     return None if found is None else found.pgid
 
 
-def discover(inboxes: dict[str, Path]) -> list[Holder]:
+def discover(inboxes: dict[AgentId, Path]) -> list[Holder]:
     """R-STOP-2: the lock holder of each inbox directory in ``inboxes`` (agent → path).
 
     One pass over ``/proc``; a directory that does not exist has no holder. The
     result is ordered by agent id and carries one holder per agent at most.
     """
-    targets: dict[str, tuple[str, os.stat_result]] = {}
+    targets: dict[str, tuple[AgentId, os.stat_result]] = {}
     for agent, path in inboxes.items():
         try:
             st = os.stat(path)
@@ -174,7 +176,7 @@ def discover(inboxes: dict[str, Path]) -> list[Holder]:
         pids = procfs.pids()
     except OSError as exc:
         raise ExternalFailure.os_error("scan /proc", exc) from None
-    seen: dict[str, list[tuple[int, int]]] = {}
+    seen: dict[AgentId, list[tuple[int, int]]] = {}
     for pid in pids:
         for agent, lock_pid in _holding_fds(pid, targets):
             seen.setdefault(agent, []).append((pid, lock_pid))
@@ -192,7 +194,7 @@ def discover(inboxes: dict[str, Path]) -> list[Holder]:
 
 def confirm(
     holders: list[Holder],
-    inboxes: dict[str, Path],
+    inboxes: dict[AgentId, Path],
     *,
     grace_s: float = PROBE_GRACE_S,
     sleep: Callable[[float], None] = time.sleep,
@@ -219,7 +221,7 @@ def is_gone(pid: int) -> bool:
 # --------------------------------------------------------------------- the verb
 
 
-def subtree_inboxes(ws_root: Path, agent: str) -> dict[str, Path]:
+def subtree_inboxes(ws_root: Path, agent: AgentId) -> dict[AgentId, Path]:
     """R-STOP-3: ``inbox/<agent>`` and every existing ``inbox/<d>`` with ``d`` a descendant."""
     inbox_root = Path(ws_root) / "inbox"
     out = {agent: inbox_root / agent}
@@ -230,8 +232,8 @@ def subtree_inboxes(ws_root: Path, agent: str) -> dict[str, Path]:
     except OSError as exc:
         raise ExternalFailure.os_error("walk inbox directory", exc) from None
     for name in names:
-        if name != agent and is_descendant_or_self(name, agent):
-            out[name] = inbox_root / name
+        if name != agent and is_descendant_or_self(name, agent):  # a listing: an edge (R-ID-9)
+            out[require_agent_id(name)] = inbox_root / name
     return out
 
 
@@ -298,11 +300,11 @@ def stop(
     from lernie_ref.substrate.workspace import Workspace
 
     ws = Workspace(ws_root)
-    agent = ws.resolve_agent(agent, STOP_REASON)
-    report = StopReport(agent=agent)
+    target = ws.resolve_agent(agent, STOP_REASON)
+    report = StopReport(agent=target)
     signalled_pids: set[int] = set()
     for _ in range(MAX_ROUNDS):
-        inboxes = subtree_inboxes(ws.root, agent)
+        inboxes = subtree_inboxes(ws.root, target)
         found = [h for h in discover(inboxes) if h.pid not in signalled_pids]
         fresh = confirm(found, inboxes, sleep=sleep)
         if not fresh:

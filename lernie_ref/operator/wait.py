@@ -31,6 +31,7 @@ from pathlib import Path
 from lernie_ref.core.actor import run
 from lernie_ref.core.errors import LernieError, LockError, WaitTimeout
 from lernie_ref.core.frontmatter import deposit_warrants_launch
+from lernie_ref.core.ids import AgentId
 from lernie_ref.operator.driverlog import failed_on, last_log_line
 from lernie_ref.substrate.deposit import pending
 from lernie_ref.substrate.launcher import Launcher
@@ -45,9 +46,9 @@ POLL_S = 0.05
 
 @dataclass(frozen=True)
 class TreeState:
-    running: list[str] = field(default_factory=list)
-    pending: list[str] = field(default_factory=list)
-    failed: list[str] = field(default_factory=list)
+    running: list[AgentId] = field(default_factory=list)
+    pending: list[AgentId] = field(default_factory=list)
+    failed: list[AgentId] = field(default_factory=list)
     """Agents with mail whose last driver failed after that mail arrived (:func:`failed_on`):
     nothing will drain it until a touch, so they do not keep the tree busy."""
 
@@ -64,7 +65,7 @@ class TreeState:
         return "; ".join(parts) or "settled"
 
 
-def tree_of(ws: Workspace, root: str) -> list[str]:
+def tree_of(ws: Workspace, root: AgentId) -> list[AgentId]:
     """The root and its descendants (ids extending ``<root>-``), sorted."""
     return [a for a in ws.agent_ids() if a == root or a.startswith(root + "-")]
 
@@ -102,7 +103,7 @@ def proc_locks_usable(ws: Workspace) -> bool:
 
 
 def lock_held(
-    ws: Workspace, agent: str, held: set[tuple[int, int, int]] | None, launcher: Launcher
+    ws: Workspace, agent: AgentId, held: set[tuple[int, int, int]] | None, launcher: Launcher
 ) -> bool:
     """Is the agent's executor lock held?
 
@@ -149,12 +150,12 @@ def _warranted(inbox: Path) -> list[float]:
 
 
 def observe(
-    ws: Workspace, root: str, held: set[tuple[int, int, int]] | None, launcher: Launcher
+    ws: Workspace, root: AgentId, held: set[tuple[int, int, int]] | None, launcher: Launcher
 ) -> TreeState:
     """One observation of the tree of ``root`` (``held``: see :func:`lock_held`)."""
-    running: list[str] = []
-    waiting: list[str] = []
-    failed: list[str] = []
+    running: list[AgentId] = []
+    waiting: list[AgentId] = []
+    failed: list[AgentId] = []
     for agent in tree_of(ws, root):
         if lock_held(ws, agent, held, launcher):
             running.append(agent)
@@ -170,7 +171,7 @@ def observe(
 
 def wait_quiescent(
     ws: Workspace,
-    root: str,
+    root: AgentId,
     timeout_s: float,
     launcher: Launcher,
     *,
@@ -209,7 +210,7 @@ def wait_quiescent(
         sleep(POLL_S)
 
 
-def final_response(ws: Workspace, agent: str) -> str | None:
+def final_response(ws: Workspace, agent: AgentId) -> str | None:
     """The text of the agent's newest terminal response (``None``: none yet, or silent)."""
     from lernie_ref.core.entry import text_of, tool_use_ids
 
@@ -225,14 +226,14 @@ def final_response(ws: Workspace, agent: str) -> str | None:
 class Casualty:
     """An agent of the tree that died or gave up, and why (the driver log's line)."""
 
-    agent: str
+    agent: AgentId
     cause: str
     log: Path
     guarded: bool = False
     """The crash-loop guard stopped the scan's revivals of it (R-SCAN-10)."""
 
 
-def casualties(ws: Workspace, root: str, state: TreeState) -> list[Casualty]:
+def casualties(ws: Workspace, root: AgentId, state: TreeState) -> list[Casualty]:
     """R-LOG-2: the agents of a quiescent tree that died or gave up: mail whose driver
     failed (:attr:`TreeState.failed`), or work due with no driver, no pending mail and no
     stop or budget mark at the tip (died mid-work, R-SCAN-4). Read from disk."""
@@ -275,7 +276,7 @@ class Progress:
     calls the tree made and the tokens they reported (R-STATUS-4), at most once a second,
     on one line that is rewritten in place."""
 
-    def __init__(self, ws: Workspace, root: str, write: Callable[[str], None]) -> None:
+    def __init__(self, ws: Workspace, root: AgentId, write: Callable[[str], None]) -> None:
         self._ws = ws
         self._root = root
         self._write = write

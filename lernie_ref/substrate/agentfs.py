@@ -30,6 +30,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from lernie_ref.core.errors import ContainmentError, ToolError, ToolPathError, io_text
+from lernie_ref.core.ids import AgentId
 from lernie_ref.core.patch import relative_parts
 from lernie_ref.core.vocab import MESSAGES_DIR
 from lernie_ref.substrate import guarded
@@ -48,7 +49,7 @@ def shown(parts: Sequence[str]) -> str:
 class AgentFiles:
     """The worktree of ``agent_id`` in the workspace ``root``, for the file tools."""
 
-    def __init__(self, root: str | Path, agent_id: str, steps_dir: str | Path) -> None:
+    def __init__(self, root: str | Path, agent_id: AgentId, steps_dir: str | Path) -> None:
         self.root = root
         self.agent_id = agent_id
         self.steps_dir = steps_dir

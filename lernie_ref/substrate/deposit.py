@@ -37,7 +37,7 @@ from lernie_ref.core.frontmatter import (
     sender_of,
     seq_text,
 )
-from lernie_ref.core.ids import parent_of, require_agent_id
+from lernie_ref.core.ids import AgentId, parent_id, require_agent_id
 from lernie_ref.core.names import INBOX_DIR, REPO_DIR, Point
 from lernie_ref.substrate import guarded
 from lernie_ref.substrate.guarded import write_all
@@ -60,7 +60,7 @@ def _join(base: P, *parts: str) -> P:
     return type(base)(os.path.join(base, *parts))
 
 
-def inbox_dir(ws: P, agent_id: str) -> P:
+def inbox_dir(ws: P, agent_id: AgentId) -> P:
     """R-DEP-1: ``<ws>/inbox/<agent_id>/``, the deposit target and the lock's home."""
     return _join(ws, INBOX_DIR, agent_id)
 
@@ -209,12 +209,11 @@ def copy_text(source: Stream, fd: int) -> int:
 
 
 def _publish_actor(
-    ws: P, recipient: str, sender: str, body: bytes, stream: Stream | None = None
+    ws: P, recipient: AgentId, sender: str, body: bytes, stream: Stream | None = None
 ) -> Actor[P]:
     """R-DEP-1, R-DEP-2, R-DEP-6, R-DEP-7: create-only, durable publication of ``body``
     (then ``stream``) from ``sender``. Every name is reached through
     :mod:`~lernie_ref.substrate.guarded` (R-WS-7)."""
-    require_agent_id(recipient)
     require_agent_id(sender)  # the sender is a path component too (R-WS-7)
     if sender.startswith(".") or "\n" in sender or "\r" in sender:
         raise NotASender(sender)  # R-ID-7, D-18: its mail would be invisible or forged
@@ -297,7 +296,7 @@ def _unlink_quietly(inbox: guarded.Dir, name: str) -> None:
 
 
 def deposit_actor(
-    ws: P, agent_id: str, sender: str, content: str | Stream, clock: Clock
+    ws: P, agent_id: AgentId, sender: str, content: str | Stream, clock: Clock
 ) -> Actor[P]:
     """R-DEP-4: deposit a plain message from ``sender`` into ``agent_id``'s inbox.
 
@@ -317,15 +316,15 @@ def deposit_actor(
     return (yield from _publish_actor(ws, agent_id, sender, head, content))
 
 
-def deposit(ws: P, agent_id: str, sender: str, content: str | Stream, clock: Clock) -> P:
+def deposit(ws: P, agent_id: AgentId, sender: str, content: str | Stream, clock: Clock) -> P:
     """R-DEP-4, R-DEP-6, R-DEP-7: :func:`deposit_actor` run straight through."""
     return run(deposit_actor(ws, agent_id, sender, content, clock))
 
 
 def deposit_result_actor(
     ws: Path,
-    recipient: str,
-    child: str,
+    recipient: AgentId,
+    child: AgentId,
     epitaph: Epitaph | str,
     terminal_ref: str,
     response: str | None,
@@ -362,8 +361,8 @@ def deposit_result_actor(
 
 def deposit_result(
     ws: Path,
-    recipient: str,
-    child: str,
+    recipient: AgentId,
+    child: AgentId,
     epitaph: Epitaph | str,
     terminal_ref: str,
     response: str | None,
@@ -378,7 +377,7 @@ def deposit_result(
 
 def deposit_child_result(
     ws: Path,
-    child: str,
+    child: AgentId,
     epitaph: Epitaph | str,
     terminal_ref: str,
     response: str | None,
@@ -386,7 +385,7 @@ def deposit_child_result(
     git: GitRunner,
 ) -> Path | None:
     """R-ADDR-1: deposit ``child``'s result into its parent's inbox; ``None`` for a root."""
-    parent = parent_of(child)
+    parent = parent_id(child)  # guarded where it is derived (R-ID-9)
     if parent is None:
         return None
     return deposit_result(ws, parent, child, epitaph, terminal_ref, response, clock, git)

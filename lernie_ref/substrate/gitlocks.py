@@ -32,7 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from lernie_ref.core.errors import StaleLockError, io_text
-from lernie_ref.core.ids import require_agent_id
+from lernie_ref.core.ids import AgentId
 from lernie_ref.core.vocab import AGENT_REF_PREFIX, MARK_REF_PREFIX, REPO_DIR, MarkKind
 from lernie_ref.substrate import guarded, procfs
 
@@ -43,14 +43,14 @@ OWNER_WAIT_PAUSES = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2)
 """How long (seconds, in turn) a holder waits for a live git that may own a lock file."""
 
 
-def worktree_admin_dir(repo_git: Path, worktree: Path, agent_id: str) -> Path:
+def worktree_admin_dir(repo_git: Path, worktree: Path, agent_id: AgentId) -> Path:
     """``repo.git/worktrees/<name>`` of the agent's worktree.
 
     The name is read from the worktree's ``.git`` file (git adds a number when the
     plain name was taken); a pointer that leads anywhere but one directory directly
     under ``repo.git/worktrees/`` is not followed, and ``<id>`` is assumed.
     """
-    fallback = repo_git / "worktrees" / require_agent_id(agent_id)
+    fallback = repo_git / "worktrees" / agent_id
     try:
         text = (worktree / ".git").read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
@@ -64,7 +64,7 @@ def worktree_admin_dir(repo_git: Path, worktree: Path, agent_id: str) -> Path:
     return repo_git / "worktrees" / name
 
 
-def owned_lock_files(repo_git: Path, worktree: Path, agent_id: str) -> list[Path]:
+def owned_lock_files(repo_git: Path, worktree: Path, agent_id: AgentId) -> list[Path]:
     """R-WS-8: every git lock file only the holder of ``agent_id``'s executor lock creates."""
     admin = worktree_admin_dir(repo_git, worktree, agent_id)
     paths = [admin / name for name in WORKTREE_LOCKS]
@@ -73,14 +73,14 @@ def owned_lock_files(repo_git: Path, worktree: Path, agent_id: str) -> list[Path
     return paths
 
 
-def _owned_lock_texts(repo_git: Path, worktree: Path, agent_id: str) -> list[str]:
+def _owned_lock_texts(repo_git: Path, worktree: Path, agent_id: AgentId) -> list[str]:
     """The paths of :func:`owned_lock_files` as text; ``pathlib`` only for a ``.git`` pointer
     that is not in its plain form (where its normalisation could matter)."""
     return [*_worktree_lock_texts(repo_git, worktree, agent_id),
             *_ref_lock_texts(repo_git, agent_id)]
 
 
-def _worktree_lock_texts(repo_git: Path, worktree: str | Path, agent_id: str) -> list[str]:
+def _worktree_lock_texts(repo_git: Path, worktree: str | Path, agent_id: AgentId) -> list[str]:
     """The worktree's lock files of :func:`owned_lock_files`, as text."""
     repo = os.fspath(repo_git)
     try:
@@ -91,10 +91,10 @@ def _worktree_lock_texts(repo_git: Path, worktree: str | Path, agent_id: str) ->
     return [admin + lock for lock in WORKTREE_LOCKS]
 
 
-def _admin_name(text: str, repo_git: Path, worktree: str | Path, agent_id: str) -> str:
+def _admin_name(text: str, repo_git: Path, worktree: str | Path, agent_id: AgentId) -> str:
     """The name of the worktree's admin directory under ``repo.git/worktrees/``, from the
     text of its ``.git`` file (as :func:`worktree_admin_dir` reads it)."""
-    name = require_agent_id(agent_id)
+    name: str = agent_id
     if text.startswith("gitdir: "):
         pointed = text[len("gitdir: ") :].strip()
         if "//" in pointed or "/./" in pointed or pointed.endswith(("/", "/.")):
@@ -119,9 +119,9 @@ class LockLook:
         self._agents = _open_dir(self._agents_text)
         self._admins = _open_dir(f"{os.fspath(repo_git)}/worktrees")
 
-    def exists(self, agent_id: str) -> bool:
+    def exists(self, agent_id: AgentId) -> bool:
         """Is one of the worktree's lock files there (``index.lock``, ``HEAD.lock``)?"""
-        worktree = f"{self._agents_text}/{require_agent_id(agent_id)}"
+        worktree = f"{self._agents_text}/{agent_id}"
         if self._agents < 0 or self._admins < 0:
             return worktree_lock_exists(self._repo_git, worktree, agent_id)
         try:
@@ -154,7 +154,7 @@ def _open_dir(path: str) -> int:
 _MARK_KINDS = tuple(kind.value for kind in MarkKind)
 
 
-def _ref_lock_texts(repo_git: Path, agent_id: str) -> list[str]:
+def _ref_lock_texts(repo_git: Path, agent_id: AgentId) -> list[str]:
     """The branch's and the marks' lock files of :func:`owned_lock_files`, as text."""
     repo = os.fspath(repo_git)
     return [
@@ -163,13 +163,13 @@ def _ref_lock_texts(repo_git: Path, agent_id: str) -> list[str]:
     ]
 
 
-def worktree_lock_exists(repo_git: Path, worktree: str | Path, agent_id: str) -> bool:
+def worktree_lock_exists(repo_git: Path, worktree: str | Path, agent_id: AgentId) -> bool:
     """R-WS-8's look at the worktree's two lock files alone (``index.lock``, ``HEAD.lock``):
     a git writing the worktree (a commit, a re-created worktree) holds one."""
     return any(map(os.path.exists, _worktree_lock_texts(repo_git, worktree, agent_id)))
 
 
-def ref_lock_exists(repo_git: Path, agent_id: str) -> bool:
+def ref_lock_exists(repo_git: Path, agent_id: AgentId) -> bool:
     """R-WS-8's look at the branch's and the marks' lock files alone: a git moving one
     of the agent's refs holds one."""
     return any(map(os.path.exists, _ref_lock_texts(repo_git, agent_id)))
@@ -191,7 +191,7 @@ def _read_text(path: str, dir_fd: int | None = None) -> str:
     return b"".join(chunks).decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
 
 
-def live_git_users(worktree: Path, agent_id: str) -> list[int]:
+def live_git_users(worktree: Path, agent_id: AgentId) -> list[int]:
     """Pids of live ``git`` processes that may own one of the agent's lock files: one whose
     working directory is the agent's worktree (or below it), or whose command line names
     the agent (a mark update runs in ``repo.git``). Zombies are not alive."""
@@ -207,10 +207,10 @@ def live_git_users(worktree: Path, agent_id: str) -> list[int]:
 def clear_stale_locks(
     ws_root: Path,
     worktree: Path,
-    agent_id: str,
+    agent_id: AgentId,
     *,
     sleep: Callable[[float], None] = time.sleep,
-    live_users: Callable[[Path, str], list[int]] = live_git_users,
+    live_users: Callable[[Path, AgentId], list[int]] = live_git_users,
 ) -> list[Path]:
     """R-WS-8: remove the agent's lock files a dead process left; the caller holds the
     agent's executor lock and has made no git call yet. Returns the files removed.
@@ -353,7 +353,7 @@ def describe_shared(ws_root: Path, removed: list[Path]) -> str:
     )
 
 
-def describe(ws_root: Path, removed: list[Path], agent_id: str) -> str:
+def describe(ws_root: Path, removed: list[Path], agent_id: AgentId) -> str:
     """The one notice line for ``driver.log`` (R-WS-8)."""
     shown = ", ".join(os.path.relpath(p, ws_root) for p in removed)
     return (

@@ -13,7 +13,7 @@ import sys
 
 from lernie_ref.core import TYPE_CHECKING, Protocol
 from lernie_ref.core.errors import ContainmentError, LaunchError, io_text
-from lernie_ref.core.ids import require_agent_id
+from lernie_ref.core.ids import AgentId
 from lernie_ref.core.names import DRIVER_LOG, LOCK_FD_ENV, STEPS_DIR
 from lernie_ref.substrate import guarded
 from lernie_ref.substrate.spawn import spawn
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 class Launcher(Protocol):
     """R-LAUNCH-1: start a driver for ``agent_id``; never wait; raise LaunchError on failure."""
 
-    def launch(self, ws: str | Path, agent_id: str) -> None: ...
+    def launch(self, ws: str | Path, agent_id: AgentId) -> None: ...
 
 
 _LAUNCHED: list[int] = []
@@ -70,8 +70,7 @@ class AdvanceLauncher:
             list(argv_prefix) if argv_prefix is not None else [sys.executable, "-m", "lernie_ref"]
         )
 
-    def launch(self, ws: str | Path, agent_id: str) -> None:
-        require_agent_id(agent_id)
+    def launch(self, ws: str | Path, agent_id: AgentId) -> None:
         _reap()
         try:  # steps/<id>/driver.log, never through a link (R-WS-7)
             with guarded.walk(ws, (STEPS_DIR, agent_id), create=True) as steps:
@@ -103,7 +102,7 @@ class RecordingLauncher:
         self.launches: list[tuple[Path, str]] = []
         self._callback = callback
 
-    def launch(self, ws: str | Path, agent_id: str) -> None:
+    def launch(self, ws: str | Path, agent_id: AgentId) -> None:
         from pathlib import Path
 
         self.launches.append((Path(ws), agent_id))

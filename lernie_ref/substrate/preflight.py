@@ -28,7 +28,7 @@ import os
 
 from lernie_ref.core import TYPE_CHECKING
 from lernie_ref.core.errors import ConfigError, ContainmentError
-from lernie_ref.core.ids import parent_of, require_agent_id
+from lernie_ref.core.ids import AgentId, parent_id
 from lernie_ref.core.names import STEPS_DIR
 from lernie_ref.substrate import guarded
 from lernie_ref.substrate.configtext import (
@@ -121,7 +121,7 @@ def _remember_good(root: str) -> None:
 # ---------------------------------------------------------------- the record (R-STEP-9)
 
 
-def _read_record(root: str, agent: str) -> bytes | None:
+def _read_record(root: str, agent: AgentId) -> bytes | None:
     try:
         with guarded.walk(root, (STEPS_DIR, agent)) as steps:
             return steps.read_bytes(RECORD_FILE)
@@ -132,16 +132,16 @@ def _read_record(root: str, agent: str) -> bytes | None:
         raise ConfigError(f"read {where}: {exc.strerror}") from None
 
 
-def recorded(root: str, agent: str) -> tuple[str, bytes] | None:
+def recorded(root: str, agent: AgentId) -> tuple[str, bytes] | None:
     """The record that rules ``agent``: its own, else its nearest ancestor's, as
     ``(owner, bytes)``; ``None`` when no agent of its line has one (created before records
     were kept: the configuration rules, as it did then)."""
-    current: str | None = require_agent_id(agent)
+    current: AgentId | None = agent
     while current is not None:
         raw = _read_record(root, current)
         if raw is not None:
             return current, raw
-        current = parent_of(current)
+        current = parent_id(current)
     return None
 
 
@@ -162,7 +162,7 @@ def parse_record(owner: str, raw: bytes) -> Spec:
     return spec
 
 
-def write_record(root: str, agent: str, spec: Spec) -> None:
+def write_record(root: str, agent: AgentId, spec: Spec) -> None:
     """Record ``spec`` as ``agent``'s model, before its first deposit (R-STEP-9)."""
     if spec == {"model": "scripted"}:
         data = SCRIPTED_RECORD
@@ -170,7 +170,7 @@ def write_record(root: str, agent: str, spec: Spec) -> None:
         import json
 
         data = (json.dumps(spec, sort_keys=True) + "\n").encode("utf-8")
-    with guarded.walk(root, (STEPS_DIR, require_agent_id(agent)), create=True) as steps:
+    with guarded.walk(root, (STEPS_DIR, agent), create=True) as steps:
         # whole or not at all: a kill mid-write leaves the temp, never half a record
         temp = f".{RECORD_FILE}.tmp"
         steps.write_new(temp, data, replace=True)
@@ -323,7 +323,9 @@ def env_differs(spec: Spec, config: Config, env: Mapping[str, str]) -> list[str]
     return [] if other == spec_of(apply(config, spec)) else chosen
 
 
-def warning(agent: str, owner: str, spec: Spec, chosen: list[str], env: Mapping[str, str]) -> str:
+def warning(
+    agent: AgentId, owner: str, spec: Spec, chosen: list[str], env: Mapping[str, str]
+) -> str:
     whose = "" if owner == agent else f" (inherited from {owner})"
     shown = ", ".join(f"{k}={env.get(k, '')}" for k in chosen)
     return (
@@ -332,7 +334,7 @@ def warning(agent: str, owner: str, spec: Spec, chosen: list[str], env: Mapping[
     )
 
 
-def for_agent(root: str, agent: str, env: Mapping[str, str]) -> str | None:
+def for_agent(root: str, agent: AgentId, env: Mapping[str, str]) -> str | None:
     """R-CLI-8 for a verb that may launch ``agent``'s driver (``message``): the
     configuration and the model that driver will run. Returns a warning line when the
     environment chooses another model than the agent's record (R-STEP-9), else ``None``.
@@ -356,7 +358,7 @@ def for_agent(root: str, agent: str, env: Mapping[str, str]) -> str | None:
 
 
 def for_new(
-    root: str, env: Mapping[str, str], model: str | None, parent: str | None = None
+    root: str, env: Mapping[str, str], model: str | None, parent: AgentId | None = None
 ) -> tuple[Spec, bool, str | None]:
     """R-CLI-8 for a verb that creates an agent (``prompt``, or ``dispatch`` under
     ``parent``): the configuration, then the new agent's model: ``model`` (``--model``)

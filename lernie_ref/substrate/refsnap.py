@@ -39,6 +39,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lernie_ref.core.errors import LernieError
+from lernie_ref.core.ids import AgentId, agent_ids_among
 from lernie_ref.core.record import record
 from lernie_ref.core.vocab import AGENT_REF_PREFIX, MARK_REF_PREFIX, NAME_FILE, MarkKind
 from lernie_ref.substrate.gitrun import GitRunner
@@ -115,10 +116,10 @@ class RefSnapshot:
             refs[name] = RefInfo(oid, kind, peeled, peeled_kind, subject)
         return cls(refs)
 
-    def agent_ids(self) -> list[str]:
-        """R-WS-3: every agent id, sorted (as :meth:`Registry.agent_ids` lists them)."""
+    def agent_ids(self) -> list[AgentId]:
+        """R-WS-3, R-ID-9: every agent id, sorted (as :meth:`Registry.agent_ids` lists them)."""
         ids = [r[len(AGENT_REF_PREFIX) :] for r in self.refs if r.startswith(AGENT_REF_PREFIX)]
-        return sorted(i for i in ids if i)
+        return sorted(agent_ids_among(ids))
 
     def agent_refs(self, agent: str) -> AgentRefs | None:
         """The agent's refs as the snapshot holds them; ``None`` when only git can say."""
@@ -176,11 +177,11 @@ class RefOids:
                 oids[name] = oid
         return cls(oids)
 
-    def agent_ids(self) -> list[str]:
-        """R-WS-3: every agent id, sorted (as :meth:`RefSnapshot.agent_ids`)."""
+    def agent_ids(self) -> list[AgentId]:
+        """R-WS-3, R-ID-9: every agent id, sorted (as :meth:`RefSnapshot.agent_ids`)."""
         start = len(AGENT_REF_PREFIX)
-        return sorted(r[start:] for r in self.oids if r.startswith(AGENT_REF_PREFIX) and
-                      len(r) > start)
+        return sorted(agent_ids_among(r[start:] for r in self.oids
+                                      if r.startswith(AGENT_REF_PREFIX)))
 
     def agent_oids(self, agent: str) -> AgentOids | None:
         tip = self.oids.get(AGENT_REF_PREFIX + agent)

@@ -27,7 +27,7 @@ from lernie_ref.core.errors import (
     UnknownAgent,
     io_text,
 )
-from lernie_ref.core.ids import is_agent_id, require_agent_id
+from lernie_ref.core.ids import AgentId, agent_ids_among, is_agent_id, require_agent_id
 from lernie_ref.core.names import AGENT_REF_PREFIX, NAME_FILE, REPO_DIR
 from lernie_ref.substrate import guarded
 from lernie_ref.substrate.reffiles import RefFiles
@@ -149,13 +149,15 @@ class Registry:
 
     # ---------------------------------------------------------------- registry
 
-    def agent_ids(self) -> list[str]:
-        """R-WS-3: every agent id, sorted (the ``refs/heads/agents/*`` refs)."""
+    def agent_ids(self) -> list[AgentId]:
+        """R-WS-3: every agent id, sorted (the ``refs/heads/agents/*`` refs); a listing is
+        an edge (R-ID-9): a ref below ``agents/`` whose rest is no id (``agents/a/b``) is
+        no agent."""
         out = self.git.run(
             self.repo_git, ["for-each-ref", "--format=%(refname)", AGENT_REF_PREFIX]
         ).stdout
         ids = [line[len(AGENT_REF_PREFIX) :] for line in out.splitlines()]
-        return sorted(i for i in ids if i)
+        return sorted(agent_ids_among(ids))
 
     def agent_name(self, agent_id: str) -> str:
         """The trimmed ``name`` blob on the agent's branch; ``''`` when unnamed or unreadable."""
@@ -164,23 +166,23 @@ class Registry:
         )
         return result.stdout.strip() if result.returncode == 0 else ""
 
-    def agents_named(self, name: str) -> list[str]:
+    def agents_named(self, name: str) -> list[AgentId]:
         """The ids of the agents whose trimmed name is ``name`` (never matches ``''``)."""
         if not name:
             return []
         return [i for i in self.agent_ids() if self.agent_name(i) == name]
 
-    def resolve_agent(self, needle: str, reason: str) -> str:
+    def resolve_agent(self, needle: str, reason: str) -> AgentId:
         """The one resolver of every verb that takes an agent (R-ID-6): the id guard
         (R-ID-3), an existing id or the one agent wearing the name, the workspace guard
-        (R-WS-2), the existence guard (R-ID-4, declining with ``reason``). Returns the id."""
-        require_agent_id(needle)
-        target = self.resolve_name(needle)
+        (R-WS-2), the existence guard (R-ID-4, declining with ``reason``). Returns the id,
+        guarded where it enters (R-ID-9)."""
+        target = self.resolve_name(require_agent_id(needle))
         self.check_layout()
         self.require_agent(target, reason)
         return target
 
-    def resolve_name(self, needle: str) -> str:
+    def resolve_name(self, needle: AgentId) -> AgentId:
         """R-ID-6: an existing id wins; else the one agent wearing the name; several → refuse.
 
         With no match (or a registry that cannot be read) the needle comes back unchanged

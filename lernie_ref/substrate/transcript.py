@@ -37,6 +37,7 @@ from lernie_ref.core.errors import (
     io_text,
 )
 from lernie_ref.core.frontmatter import parse_entry_name, parse_u32, seq_text
+from lernie_ref.core.ids import AgentId, require_agent_id
 from lernie_ref.core.record import record
 from lernie_ref.core.vocab import MESSAGES_DIR, TOOL_ORIGIN, Point, Role
 from lernie_ref.substrate import guarded
@@ -202,10 +203,12 @@ def is_terminal_response(entry: Entry[Path]) -> bool:
     return debt.is_terminal_response(with_body(entry))
 
 
-def recipient(worktree: Path, agent_id: str, epitaph: str) -> str | None:
+def recipient(worktree: Path, agent_id: str, epitaph: str) -> AgentId | None:
     """R-ADDR-1, R-ADDR-3: where a terminal event of the agent whose worktree is
-    ``worktree`` sends its result; ``None`` = no deposit."""
-    return debt.recipient(entries(worktree), agent_id, epitaph)
+    ``worktree`` sends its result; ``None`` = no deposit. Read from the transcript, so
+    guarded here, where it enters (R-ID-9)."""
+    to = debt.recipient(entries(worktree), agent_id, epitaph)
+    return None if to is None else require_agent_id(to)
 
 
 def read_bytes(entry: Entry[Path]) -> bytes:

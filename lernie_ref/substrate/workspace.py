@@ -23,11 +23,12 @@ from lernie_ref.core.errors import (
     io_text,
 )
 from lernie_ref.core.ids import (
+    AgentId,
+    agent_ids_among,
     is_agent_id,
     is_timestamp_token,
     mint_child_id,
     mint_root_id,
-    require_agent_id,
 )
 from lernie_ref.core.vocab import (
     AGENT_REF_PREFIX,
@@ -153,47 +154,47 @@ class Workspace(Registry):
     def agents_root(self) -> Path:
         return self._agents_root
 
-    def inbox_dir(self, agent_id: str) -> Path:
+    def inbox_dir(self, agent_id: AgentId) -> Path:
         path = self._inboxes.get(agent_id)
         if path is None:
-            path = self._inboxes[agent_id] = self._inbox_root / require_agent_id(agent_id)
+            path = self._inboxes[agent_id] = self._inbox_root / agent_id
         return path
 
-    def worktree(self, agent_id: str) -> Path:
+    def worktree(self, agent_id: AgentId) -> Path:
         path = self._worktrees.get(agent_id)
         if path is None:
-            path = self._worktrees[agent_id] = self._agents_root / require_agent_id(agent_id)
+            path = self._worktrees[agent_id] = self._agents_root / agent_id
         return path
 
-    def inbox_text(self, agent_id: str) -> str:
+    def inbox_text(self, agent_id: AgentId) -> str:
         """:meth:`inbox_dir` as text (``str`` of the same path), with no path object made:
         the sweep asks once for every agent, and most need nothing more."""
-        return f"{self._inbox_text}/{require_agent_id(agent_id)}"
+        return f"{self._inbox_text}/{agent_id}"
 
-    def worktree_text(self, agent_id: str) -> str:
+    def worktree_text(self, agent_id: AgentId) -> str:
         """:meth:`worktree` as text, with no path object made (as :meth:`inbox_text`)."""
-        return f"{self._agents_text}/{require_agent_id(agent_id)}"
+        return f"{self._agents_text}/{agent_id}"
 
-    def steps_dir(self, agent_id: str) -> Path:
-        return self.steps_root / require_agent_id(agent_id)
+    def steps_dir(self, agent_id: AgentId) -> Path:
+        return self.steps_root / agent_id
 
-    def driver_log(self, agent_id: str) -> Path:
+    def driver_log(self, agent_id: AgentId) -> Path:
         return self.steps_dir(agent_id) / DRIVER_LOG
 
     # ---------------------------------------------------------------- guards
 
-    def worktree_present(self, agent_id: str) -> bool:
+    def worktree_present(self, agent_id: AgentId) -> bool:
         """Is ``agents/<id>/`` there? A link or a non-directory there is refused (R-WS-7)."""
         try:
-            guarded.walk(self.root, (AGENTS_DIR, require_agent_id(agent_id))).close()
+            guarded.walk(self.root, (AGENTS_DIR, agent_id)).close()
         except FileNotFoundError:
             return False
         return True
 
-    def require_free_worktree_path(self, agent_id: str) -> None:
+    def require_free_worktree_path(self, agent_id: AgentId) -> None:
         """Before ``git worktree add``: ``agents/`` is a real directory and ``agents/<id>``
         does not exist at all (not even as a dangling link), so git creates it (R-WS-7)."""
-        name = require_agent_id(agent_id)
+        name = agent_id
         with guarded.walk(self.root, (AGENTS_DIR,), create=True) as agents:
             try:
                 agents.lstat(name)
@@ -206,18 +207,17 @@ class Workspace(Registry):
 
     # ---------------------------------------------------------------- refs
 
-    def branch_tip(self, agent_id: str) -> str:
+    def branch_tip(self, agent_id: AgentId) -> str:
         """The full sha of ``agents/<id>``: what ``rev-parse --verify`` prints, read from the
         ref files when they answer plainly, else asked of git (whose error then says why)."""
-        if is_agent_id(agent_id):
-            found = self.ref_files.resolve(AGENT_REF_PREFIX + agent_id)
-            if found:
-                return found
+        found = self.ref_files.resolve(AGENT_REF_PREFIX + agent_id)
+        if found:
+            return found
         return self.git.run(
             self.repo_git, ["rev-parse", "--verify", AGENT_REF_PREFIX + agent_id]
         ).stdout
 
-    def set_mark(self, kind: str, agent_id: str, sha: str) -> None:
+    def set_mark(self, kind: str, agent_id: AgentId, sha: str) -> None:
         """R-WS-5: point ``refs/lernie/<kind>/<id>`` at ``sha``."""
         self.git.run(self.repo_git, ["update-ref", f"{MARK_REF_PREFIX}{kind}/{agent_id}", sha])
 
@@ -256,16 +256,16 @@ class Workspace(Registry):
                 "workspace; choose another name"
             )
 
-    def _fresh(self, agent_id: str) -> str:
+    def _fresh(self, agent_id: AgentId) -> AgentId:
         if self.agent_exists(agent_id):
             raise WorkspaceError(f"minted agent id {debug_quote(agent_id)} already exists")
         return agent_id
 
-    def mint_root(self, clock: Clock) -> str:
+    def mint_root(self, clock: Clock) -> AgentId:
         """R-ID-5: a fresh root id."""
         return self._fresh(mint_root_id(clock))
 
-    def mint_child(self, parent: str, clock: Clock) -> str:
+    def mint_child(self, parent: AgentId, clock: Clock) -> AgentId:
         """R-ID-5: a fresh child id of ``parent``."""
         return self._fresh(mint_child_id(parent, clock))
 
@@ -285,7 +285,7 @@ class Workspace(Registry):
             pinned_name = f"{name}\n" if name else ""
             tree.replace(NAME_FILE, pinned_name.encode("utf-8", "surrogateescape"))
 
-    def _add_worktree(self, agent_id: str, start: str) -> Path:
+    def _add_worktree(self, agent_id: AgentId, start: str) -> Path:
         """``agents/<id>``, checked out *detached* at ``start``: no ref names the agent yet,
         so nothing of it is visible to name resolution, the registry or a scan (R-WS-4)."""
         worktree = self.worktree(agent_id)
@@ -303,7 +303,7 @@ class Workspace(Registry):
         )
         return worktree
 
-    def _commit_pinned(self, worktree: Path, agent_id: str, subject: str) -> str:
+    def _commit_pinned(self, worktree: Path, agent_id: AgentId, subject: str) -> str:
         """Commit the pinned files (``goal.md``, ``name``) as the agent's creation commit on
         the detached worktree, then point the worktree's ``HEAD`` at the agent's branch,
         which does not exist yet (an unborn branch whose index is the commit's tree).
@@ -314,43 +314,43 @@ class Workspace(Registry):
         self.git.run(worktree, ["symbolic-ref", "HEAD", AGENT_REF_PREFIX + agent_id])
         return sha
 
-    def prepare_root_agent(self, agent_id: str, name: str, goal: str | Spool) -> str:
+    def prepare_root_agent(self, agent_id: AgentId, name: str, goal: str | Spool) -> str:
         """R-WS-4: a root's worktree forked from ``config/default`` and its ``step 001:
         dispatch`` commit, not yet published: returns the commit (see :meth:`publish_agent`)."""
-        require_agent_id(agent_id)
         worktree = self._add_worktree(agent_id, f"refs/heads/{CONFIG_BRANCH}")
         self._write_pinned(worktree, name, goal)
         return self._commit_pinned(worktree, agent_id, f"step 001: dispatch [{agent_id}]")
 
-    def prepare_child_agent(self, parent: str, child: str, name: str, goal: str | Spool) -> str:
+    def prepare_child_agent(
+        self, parent: AgentId, child: AgentId, name: str, goal: str | Spool
+    ) -> str:
         """R-WS-4: a child's worktree forked from the parent's tip; the creation commit drops
         the inherited ``messages/`` and replaces ``goal.md`` and ``name``, so the child
         never wears its parent's name or transcript. Not yet published: returns the commit."""
-        require_agent_id(parent)
-        require_agent_id(child)
         worktree = self._add_worktree(child, AGENT_REF_PREFIX + parent)
         self.git.run(worktree, ["rm", "-r", "-q", "--ignore-unmatch", "--", "messages"])
         self._write_pinned(worktree, name, goal)
         return self._commit_pinned(worktree, child, f"dispatch: {CHILD_ROLE} [{child}]")
 
-    def publish_agent(self, agent_id: str, creation: str) -> None:
+    def publish_agent(self, agent_id: AgentId, creation: str) -> None:
         """R-WS-4, R-PROBE-6: the agent comes into being in one ref update: its branch is
         created at its creation commit, create-only (``update-ref <ref> <sha> ""`` fails
         if the ref exists). Before this the agent does not exist; after it, it is whole."""
         self.git.run(
-            self.repo_git, ["update-ref", AGENT_REF_PREFIX + require_agent_id(agent_id),
-                            creation, ""]
+            self.repo_git, ["update-ref", AGENT_REF_PREFIX + agent_id, creation, ""]
         )
 
-    def create_root_agent(self, agent_id: str, name: str, goal: str | Spool) -> None:
+    def create_root_agent(self, agent_id: AgentId, name: str, goal: str | Spool) -> None:
         """R-WS-4: :meth:`prepare_root_agent`, then :meth:`publish_agent` (no deposit)."""
         self.publish_agent(agent_id, self.prepare_root_agent(agent_id, name, goal))
 
-    def create_child_agent(self, parent: str, child: str, name: str, goal: str | Spool) -> None:
+    def create_child_agent(
+        self, parent: AgentId, child: AgentId, name: str, goal: str | Spool
+    ) -> None:
         """R-WS-4: :meth:`prepare_child_agent`, then :meth:`publish_agent` (no deposit)."""
         self.publish_agent(child, self.prepare_child_agent(parent, child, name, goal))
 
-    def remove_unborn(self, agent_id: str) -> list[str]:
+    def remove_unborn(self, agent_id: AgentId) -> list[str]:
         """The remains of an agent whose creation never reached :meth:`publish_agent`
         (R-PROBE-6): its worktree, the worktree's admin directory, a branch lock file a
         killed ``update-ref`` left, and its inbox directory with what lies in it (its
@@ -360,7 +360,7 @@ class Workspace(Registry):
         ``agents/<id>``, ``repo.git/worktrees/<id>``, the ref lock file, ``steps/<id>`` and
         ``inbox/<id>`` is touched; a link is removed, never followed.
         """
-        name = require_agent_id(agent_id)
+        name = agent_id
         removed: list[str] = []
         admin = self.repo_git / "worktrees" / name
         wanted = os.fspath(self._abs / AGENTS_DIR / name / ".git")
@@ -387,19 +387,19 @@ class Workspace(Registry):
             pass
         return removed
 
-    def unborn_candidates(self) -> list[str]:
+    def unborn_candidates(self) -> list[AgentId]:
         """Names under ``agents/`` and ``repo.git/worktrees/`` that no ref names may be the
         remains of a creation killed before its ref (R-PROBE-6); the caller checks each
         under its lock. Sorted; only names shaped like minted ids (R-ID-5: a first token
         ``YYYYMMDDTHHMMSSZ``), so nothing else anyone put there is ever taken for remains."""
-        found: set[str] = set()
+        found: set[AgentId] = set()
         for where in (self.agents_root, self.repo_git / "worktrees"):
             try:
                 with os.scandir(where) as it:
                     found.update(
-                        e.name
-                        for e in it
-                        if is_agent_id(e.name) and is_timestamp_token(e.name.split("-", 1)[0])
+                        agent_ids_among(
+                            e.name for e in it if is_timestamp_token(e.name.split("-", 1)[0])
+                        )
                     )
             except OSError:
                 continue

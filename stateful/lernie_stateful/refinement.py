@@ -11,14 +11,11 @@ model states consistent with what happened (the model is nondeterministic where 
 implementation is determined by its inputs); an empty set is a divergence, reported
 with the real and the model's abstract states side by side.
 
-The abstraction (``real_view``) reads only files on disk, refs and kernel locks:
-per agent the pending deposits (sender, kind), the transcript facts the model keeps
-(re-derived here from the entry files, independently of both the model's and the
-implementation's decision functions), delivered entries not yet committed, whether the
-newest entry is a terminal one not yet committed and whether a tool-calling entry or a
-tool result is (renamed, its commit still to come or lost with a killed driver), which
-actor holds the executor lock, whether a returned / stopped / budget mark is at the
-tip, and how many recorded launches have not started.
+The abstraction is the world's view (:mod:`lernie_stateful.refine_view`: what the
+workspace's files, refs and kernel locks say, and a model state seen the same way);
+this module holds the world's rules: the actors stepped and crashed, the model stepped
+along with them, the two views compared at every point, and the tool oracle's checks
+of real tool calls (:mod:`lernie_stateful.worktools`).
 
 A crash is a real crash: the actor's generator is abandoned without being closed
 (and kept referenced, so it is never finalised: no ``finally``, ``except`` or
@@ -30,24 +27,19 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import errno
-import fcntl
-import json
+import dataclasses
 import os
-import re
-import struct
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
 
 from hypothesis import strategies as hst
 from hypothesis import target
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 from lernie_spec import model as M
-from lernie_spec.model import NOBODY, USER, Action, Scope, State
+from lernie_spec.model import NOBODY, Action, State
 from lernie_spec.properties import state_violations
 
 from lernie_ref.actors.hop import HopDeps, HopResult, Outcome, hop_actor
@@ -57,31 +49,40 @@ from lernie_ref.adapters import ModelReply, ModelRequest
 from lernie_ref.core.actor import Actor, Passed
 from lernie_ref.core.clock import FixedClock
 from lernie_ref.core.entry import text_block, tool_use_block
+from lernie_ref.core.ids import require_agent_id
 from lernie_ref.core.vocab import (
     AGENT_REF_PREFIX,
-    INBOX_DIR,
-    MARK_REF_PREFIX,
-    MESSAGES_DIR,
     TOOL_ORIGIN,
     USER_SENDER,
-    MarkKind,
     Point,
 )
 from lernie_ref.substrate.config import Config
 from lernie_ref.substrate.launcher import RecordingLauncher
 from lernie_ref.substrate.workspace import Workspace, create_workspace
 from lernie_stateful.points import POINTS
+from lernie_stateful.refine_view import (
+    SCOPE,
+    AgentView,
+    View,
+    WorldView,
+    index_blobs,
+    read_refs,
+)
+from lernie_stateful.refine_view import Divergence as Divergence  # its face, for callers
+from lernie_stateful.worktools import (
+    BY_NAME as TOOL_CALLS,
+)
+from lernie_stateful.worktools import (
+    CALL_NAMES,
+    LOOK,
+    TOOL_CAP,
+    TOOL_TIMEOUT,
+    TOOLS,
+    Oracle,
+    ToolMismatch,
+)
 
 # ------------------------------------------------------------------ the world
-
-SCOPE = Scope(
-    parents=(NOBODY, 0, 0),  # P, and two children it may dispatch
-    initial=(True, False, False),
-    messages=99, advances=0, stops=99, scans=99, crashes=99, tools=99, sends=99,
-    exhaust=99, max_procs=99, max_seq=99, launch_cap=99, errors=0,
-    split_commit=True,  # the real driver passes an executor entry's rename and its commit
-)
-"""The model's world for refinement: budgets are the program's, not the model's."""
 
 STEP_BUDGET = 4
 """The real step budget (R-TERM-4) by default: small, so budget exhaustion happens in
@@ -94,17 +95,6 @@ to again and answers again), which the small one cuts short. The model exhausts 
 budget by its own bounded choice, whatever the number."""
 
 # ------------------------------------------------------------ point matching
-
-def _holds_flock(fd: int) -> bool:
-    """Whether the open description behind ``fd`` carries a ``flock`` (its ``fdinfo`` has a
-    ``lock:`` line): an actor that merely has the inbox open (a writer's guarded walk) is
-    not a holder, as R-STOP-2 reads it for real processes."""
-    try:
-        with open(f"/proc/self/fdinfo/{fd}", encoding="ascii") as info:
-            return any(line.startswith("lock:") and "FLOCK" in line for line in info)
-    except OSError:
-        return False
-
 
 INTERNAL: dict[str, str] = {
     Point.DEPOSIT_LISTED: "an operator writer's listing is folded into `lernie message`",
@@ -163,10 +153,6 @@ def _bury(obj: object) -> None:
     ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
 
 
-class Divergence(AssertionError):
-    """The implementation did something no model step explains."""
-
-
 @dataclass
 class RealActor:
     key: int
@@ -208,23 +194,26 @@ class ChoiceModel:
     message to the agent that wrote to this one last (``last_writer``: a conversation
     goes back and forth, whoever the agents are); a message to a slot with no agent yet,
     an answer with nobody to answer, and a dispatch with no room in the world, become a
-    no-op tool call (the reply the real model gave)."""
+    no-op tool call (the reply the real model gave). A ``noop`` reply names a call of
+    the tool vocabulary (``worktools.CALLS``: real ``bash``, ``apply_patch``,
+    ``read_file`` and ``cd`` calls) or the no-op ``look``, a tool nobody offers."""
 
     model_id = "choice"
 
     def __init__(self) -> None:
-        self.queue: dict[int, list[tuple[str, int, str]]] = {}
+        self.queue: dict[int, list[tuple[str, int, str, str]]] = {}
         self.calls = 0
         self.slot_of: Callable[[str], int] = lambda agent_id: NOBODY
         self.id_of: Callable[[int], str | None] = lambda slot: None
         self.may_dispatch: Callable[[str], bool] = lambda agent_id: True
+        self.on_tool: Callable[[str, int, str], None] = lambda call, slot, name: None
 
     def call(self, request: ModelRequest, should_stop: Callable[[], bool]) -> ModelReply:
         self.calls += 1
         q = self.queue.get(self.slot_of(request.agent_id)) or []
         if not q:
             return ModelReply([text_block("done")])
-        kind, target, call = q.pop(0)
+        kind, target, call, tool = q.pop(0)
         if kind == "final":
             return ModelReply([text_block("done")])
         to = (self.id_of(target) if kind == "message"
@@ -233,7 +222,12 @@ class ChoiceModel:
             return ModelReply([tool_use_block(call, "message", {"agent": to, "content": "hi"})])
         if kind == "dispatch" and self.may_dispatch(request.agent_id):
             return ModelReply([tool_use_block(call, "dispatch", {"goal": "work"})])
-        return ModelReply([tool_use_block(call, "look", {})])
+        work = TOOL_CALLS.get(tool) if kind == "noop" else None
+        if work is not None:  # a real tool call of the vocabulary (``worktools``)
+            slot = self.slot_of(request.agent_id)
+            self.on_tool(call, slot, work.name)
+            return ModelReply([tool_use_block(call, work.tool, work.input(M.name(slot)))])
+        return ModelReply([tool_use_block(call, LOOK, {})])
 
 
 class Ticking(FixedClock):
@@ -241,193 +235,24 @@ class Ticking(FixedClock):
         super().__init__(1_700_000_000_000_000_000, 1_000_003)
 
 
-# ------------------------------------------------------------ the abstraction
-
-
-class AgentView(NamedTuple):
-    exists: bool
-    inbox: tuple[tuple[int, str], ...]
-    last_prompter: int
-    answered: bool
-    asked_since_answer: bool
-    owed_at_answer: bool
-    call_due: bool
-    window: str
-    uncommitted: tuple[tuple[int, str], ...]
-    returned_at_tip: bool
-    parked_at_tip: bool
-    pending_launches: int
-    holders: frozenset[object]
-    stray_final: bool  # the newest entry is a terminal model entry not yet committed
-    stray_step: bool  # a tool-calling model entry or a tool result not yet committed
-
-
-View = tuple[AgentView, ...]
-
-FRONTMATTER = re.compile(r"^---\n(.*?)\n---\n", re.S)
-ENTRY_NAME = re.compile(r"^(\d+)-(.+)\.(md|json)$")
-DEPOSIT_NAME = re.compile(r"^(.+)-(\d+)\.md$")
-
-
-def kind_of(text: str) -> str:
-    m = FRONTMATTER.match(text)
-    if m:
-        for line in m.group(1).split("\n"):
-            if line.startswith("epitaph: "):
-                return line[len("epitaph: "):]
-    return M.PLAIN
-
-
-def transcript_facts(entries: Sequence[tuple[str, object]], me: int,
-                     parents: tuple[int, ...]) -> tuple[int, bool, bool, bool, bool, str]:
-    """The model's transcript facts, replayed plainly over the entries in order.
-
-    Each entry is ``("delivered", (sender, kind))``, ``("model", tool_uses)`` or
-    ``("tool", None)``."""
-    last, answered, asked, owed, due, window = NOBODY, False, False, False, False, "closed"
-    for kind, data in entries:
-        if kind == "delivered":
-            assert isinstance(data, tuple)
-            sender, dkind = data
-            plain = dkind == M.PLAIN
-            if window == "open":
-                window = "buried"
-            if plain and sender != me:
-                last = sender
-            if sender != me and (plain or (sender >= 0 and parents[sender] == me)):
-                asked = True
-            due = True
-        elif kind == "model":
-            if data:
-                window, due = "open", False
-            else:
-                owed = (not answered) or asked
-                answered, asked, due = True, False, False
-        else:
-            window, due = "closed", True
-    return last, answered, asked, owed, due, window
-
-
-def read_refs(git_dir: Path | str, prefixes: Sequence[str]) -> dict[str, str]:
-    """Refs under ``prefixes`` read from the repository's files (loose refs override
-    ``packed-refs``), as git itself resolves them; no git process is run."""
-    refs: dict[str, str] = {}
-    top_dir = os.fspath(git_dir)
-    packed = os.path.join(top_dir, "packed-refs")
-    if os.path.isfile(packed):
-        with open(packed, encoding="utf-8") as f:
-            lines = f.read().splitlines()
-        for line in lines:
-            if line[:1] in ("#", "^") or " " not in line:
-                continue
-            sha, _, name = line.partition(" ")
-            if name.startswith(tuple(prefixes)):
-                refs[name] = sha
-    for prefix in prefixes:
-        _loose_refs(top_dir, prefix.rstrip("/"), refs)
-    return refs
-
-
-def _loose_refs(git_dir: str, rel: str, refs: dict[str, str]) -> None:
-    """The loose refs below ``git_dir/rel`` (depth first, as ``os.walk`` goes) into ``refs``."""
-    try:
-        found = list(os.scandir(os.path.join(git_dir, rel)))
-    except (FileNotFoundError, NotADirectoryError):
-        return
-    for item in found:
-        name = f"{rel}/{item.name}"
-        if item.is_dir():
-            if not item.is_symlink():  # as os.walk: a link to a directory is not entered
-                _loose_refs(git_dir, name, refs)
-            continue
-        if item.name.endswith(".lock"):
-            continue
-        with contextlib.suppress(FileNotFoundError):
-            sha = _read(item.path).decode("utf-8").strip()
-            if sha and not sha.startswith("ref:"):
-                refs[name] = sha
-
-
-def tracked_paths(worktree: Path | str) -> set[str]:
-    """The paths in a worktree's git index, parsed from the index file (format 2/3);
-    what `git ls-files` lists, without running git."""
-    dotgit = os.path.join(worktree, ".git")
-    if os.path.isfile(dotgit):
-        gitdir = _read(dotgit).decode("utf-8").split("gitdir:", 1)[1].strip()
-    else:
-        gitdir = dotgit
-    try:
-        data = _read(os.path.join(gitdir, "index"))
-    except FileNotFoundError:
-        return set()
-    if data[:4] != b"DIRC":
-        raise Divergence(f"unreadable git index in {worktree}")
-    version, count = struct.unpack(">II", data[4:12])
-    if version not in (2, 3):
-        raise Divergence(f"git index version {version} is not read by the abstraction")
-    out: set[str] = set()
-    pos = 12
-    for _ in range(count):
-        start = pos
-        flags = struct.unpack(">H", data[pos + 60:pos + 62])[0]
-        pos += 62
-        if version == 3 and flags & 0x4000:
-            pos += 2
-        end = data.index(b"\0", pos)
-        out.add(data[pos:end].decode("utf-8", "surrogateescape"))
-        pos = end + 1
-        pos += (-(pos - start)) % 8  # NUL padding to a multiple of eight
-    return out
-
-
-def _listing(d: str) -> list[str]:
-    """The names in directory ``d`` (none when it is missing or not a directory)."""
-    try:
-        return os.listdir(d)
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-
-
-def _read(path: str) -> bytes:
-    """The whole file (the view reads dozens at every point: no buffered file object)."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        chunks = [os.read(fd, max(os.fstat(fd).st_size, 4096) + 1)]
-        while chunks[-1]:
-            chunks.append(os.read(fd, 1 << 16))
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
-
-
-def _published_results(texts: Iterable[str]) -> set[tuple[str, str]]:
-    """(author, terminal_ref) of every result among ``texts`` (every deposit and delivered
-    entry, pending or delivered anywhere)."""
-    out: set[tuple[str, str]] = set()
-    for text in texts:
-        m = FRONTMATTER.match(text)
-        if not m:
-            continue
-        head = dict(line.partition(": ")[::2] for line in m.group(1).split("\n"))
-        if "terminal_ref" in head:
-            out.add((head.get("from", ""), head["terminal_ref"]))
-    return out
-
-
-class World:
-    """One real workspace, its actors, and the set of model states consistent with it."""
+class World(WorldView):
+    """One real workspace, its actors, and the set of model states consistent with it:
+    the rules that step the actors and the model and compare the two views (the view
+    itself, read from the workspace, is ``WorldView``)."""
 
     def __init__(self, root: Path) -> None:
-        self.ws: Workspace = create_workspace(root / "ws")
+        ws = create_workspace(root / "ws")
         # The harness owns this workspace: git's automatic maintenance, a second git
         # process after every commit that finds nothing to do in a repository this small,
         # is switched off (no rule of the protocol involves it; a real workspace keeps it).
-        self.ws.git.run(self.ws.repo_git, ["config", "maintenance.auto", "false"])
+        ws.git.run(ws.repo_git, ["config", "maintenance.auto", "false"])
+        super().__init__(ws, RecordingLauncher())
         self.clock = Ticking()
-        self.launcher = RecordingLauncher()
         self.model = ChoiceModel()
-        self.config = Config(step_budget=STEP_BUDGET)
-        self.ids: list[str | None] = [None] * len(SCOPE.parents)
+        self.config = Config(step_budget=STEP_BUDGET, tools=TOOLS, tool_timeout=TOOL_TIMEOUT,
+                             tool_output_cap=TOOL_CAP)
+        self.oracle = Oracle(os.fspath(self.ws.root))
+        self.model.on_tool = self.oracle.issue
         self.model.slot_of = self.index
         self.model.id_of = lambda slot: self.ids[slot]
         self.model.may_dispatch = lambda aid: any(
@@ -435,171 +260,12 @@ class World:
         self.actors: dict[int, RealActor] = {}
         self.graveyard: list[RealActor] = []  # crashed in this run
         self.next_key = 0
-        self.started = 0  # launches started (a prefix of launcher.launches)
         self.models: list[tuple[State, tuple[int, ...]]] = [(M.initial(SCOPE), ())]
         self.trace: list[str] = []  # the implementation's points, swimlane rows
         self.replies = 0
-        self._dirs: dict[str, tuple[str, str, str]] = {}
 
-    # -------------------------------------------------------------- ids
-
-    def index(self, agent_id: str) -> int:
-        if agent_id == USER_SENDER:
-            return USER
-        if agent_id in self.ids:
-            return self.ids.index(agent_id)
-        return NOBODY
-
-    def _adopt_new_agents(self, refs: dict[str, str]) -> None:
-        """Give each agent a dispatch created its model index (the parent's first free child)."""
-        known = set(i for i in self.ids if i)
-        for aid in sorted(r[len(AGENT_REF_PREFIX):] for r in refs
-                          if r.startswith(AGENT_REF_PREFIX)):
-            if aid in known:
-                continue
-            parent = next((i for i in self.ids if i and aid.startswith(i + "-")), None)
-            p = self.ids.index(parent) if parent else NOBODY
-            slot = next((c for c, par in enumerate(SCOPE.parents)
-                         if par == p and self.ids[c] is None), None)
-            if slot is None:
-                raise Divergence(f"agent {aid} has no place in the model's world")
-            self.ids[slot] = aid
-
-    # -------------------------------------------------------------- the view
-
-    def _dirs_of(self, aid: str) -> tuple[str, str, str]:
-        """The agent's inbox, worktree and ``messages/`` paths (as text: the view reads
-        them at every point)."""
-        dirs = self._dirs.get(aid)
-        if dirs is None:
-            wt = os.fspath(self.ws.worktree(aid))
-            dirs = self._dirs[aid] = (os.fspath(self.ws.root / INBOX_DIR / aid), wt,
-                                      os.path.join(wt, MESSAGES_DIR))
-        return dirs
-
-    def real_view(self) -> View:
-        refs = read_refs(self.ws.repo_git, (AGENT_REF_PREFIX, MARK_REF_PREFIX))
-        self._adopt_new_agents(refs)
-        unstarted = [a for _, a in self.launcher.launches[self.started:]]
-        # Every directory the view reads is listed once, and every deposit or delivered
-        # entry (a non-dot ``.md``) in them read once, per view.
-        listed: dict[str, list[str]] = {}
-        md: dict[str, str] = {}
-        for aid in self.ids:
-            if aid:
-                inbox, _, msgs = self._dirs_of(aid)
-                for d in (inbox, msgs):
-                    names = listed[d] = _listing(d)
-                    for name in names:
-                        if name.endswith(".md") and not name.startswith("."):
-                            md[f"{d}/{name}"] = _read(f"{d}/{name}").decode("utf-8", "replace")
-        published = _published_results(md.values())
-        views = []
-        for a, aid in enumerate(self.ids):
-            if aid is None or AGENT_REF_PREFIX + aid not in refs:
-                # A root the model has from the start is, before `lernie prompt` creates
-                # it, an idle agent with an empty transcript (R-PROBE-5: the model's
-                # prompt is a message to a root that already exists).
-                root = SCOPE.parents[a] == NOBODY and SCOPE.initial[a]
-                views.append(AgentView(root, (), NOBODY, False, False, False, False, "closed",
-                                       (), False, False, 0, frozenset(), False, False))
-                continue
-            inbox, wt, msgs = self._dirs_of(aid)
-            pend: list[tuple[int, str]] = []
-            for name in listed[inbox]:
-                m = DEPOSIT_NAME.match(name)
-                if m and not name.startswith("."):
-                    pend.append((self.index(m.group(1)), kind_of(md[f"{inbox}/{name}"])))
-            tracked = tracked_paths(wt)
-            entries: list[tuple[str, object]] = []
-            uncommitted: list[tuple[int, str]] = []
-            stray_final = stray_step = False
-            named = sorted((int(m.group(1)), name, m) for name in listed[msgs]
-                           if (m := ENTRY_NAME.match(name)))
-            for _, name, m in named:
-                committed = f"{MESSAGES_DIR}/{name}" in tracked
-                if m.group(3) == "md":
-                    fact = (self.index(m.group(2)), kind_of(md[f"{msgs}/{name}"]))
-                    entries.append(("delivered", fact))
-                    if not committed:
-                        uncommitted.append(fact)
-                elif m.group(2) == TOOL_ORIGIN:
-                    entries.append(("tool", None))
-                    stray_step |= not committed
-                else:
-                    blocks = json.loads(_read(f"{msgs}/{name}"))
-                    blocks = blocks.get("content", blocks) if isinstance(blocks, dict) else blocks
-                    uses = sum(1 for b in blocks if isinstance(b, dict)
-                               and b.get("type") == "tool_use")
-                    entries.append(("model", uses))
-                    stray_step |= uses > 0 and not committed
-                stray_final = entries[-1] == ("model", 0) and not committed
-            facts = transcript_facts(entries, a, SCOPE.parents)
-            tip = refs[AGENT_REF_PREFIX + aid]
-
-            def at_tip(kind: str, aid: str = aid, tip: str = tip) -> bool:
-                # A result published for the tip is the returned mark in the model, which
-                # publishes and moves the mark in one step (R-DEP-8). An entry renamed
-                # and not committed does not move the tip (nor, in the model, the marks).
-                mark = refs.get(f"{MARK_REF_PREFIX}{kind}/{aid}") == tip
-                if kind == MarkKind.RETURNED.value:
-                    mark = mark or (aid, tip) in published
-                return mark
-
-            views.append(AgentView(
-                True, tuple(sorted(pend)), *facts, tuple(sorted(uncommitted)),
-                at_tip(MarkKind.RETURNED.value),
-                at_tip(MarkKind.STOPPED.value) or at_tip(MarkKind.BUDGET_EXHAUSTED.value),
-                unstarted.count(aid), self._holders(inbox), stray_final, stray_step))
-        return tuple(views)
-
-    def _holders(self, inbox: str) -> frozenset[object]:
-        """Who holds the executor lock, read from the kernel: a fresh description's
-        try-lock tells whether it is held, descriptor ownership by whom."""
-        try:
-            fd = os.open(inbox, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        except OSError:
-            return frozenset()
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError as exc:
-                if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
-                    raise
-                want = os.fstat(fd)
-                owners: set[object] = set()
-                for act in self.actors.values():
-                    for f in act.fds:
-                        with contextlib.suppress(OSError):
-                            st = os.fstat(f)
-                            same = (st.st_dev, st.st_ino) == (want.st_dev, want.st_ino)
-                            if same and _holds_flock(f):
-                                owners.add(act.key)
-                return frozenset(owners or {"?"})
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            return frozenset()
-        finally:
-            os.close(fd)
-
-    @staticmethod
-    def model_view(st: State, ids: tuple[int, ...]) -> View:
-        views = []
-        for a, ag in enumerate(st.agents):
-            if not ag.exists:
-                views.append(AgentView(False, (), NOBODY, False, False, False, False, "closed",
-                                       (), False, False, 0, frozenset(), False, False))
-                continue
-            holders: set[object] = {ids[i] for i, p in enumerate(st.procs)
-                                    if (p.lease and p.agent == a) or p.probe_on == a}
-            if ag.forked_holder:
-                holders.add("forked")
-            views.append(AgentView(
-                True, tuple(sorted((f.sender, f.kind) for f in ag.inbox)), ag.last_prompter,
-                ag.answered, ag.asked_since_answer, ag.owed_at_answer, ag.call_due,
-                ag.window.value, tuple(sorted((d.sender, d.kind) for d in ag.uncommitted)),
-                ag.returned_at_tip, ag.parked_at_tip, ag.pending_launches,
-                frozenset(holders), ag.stray_final, ag.stray_step))
-        return tuple(views)
+    def descriptors(self) -> Iterable[tuple[object, set[int]]]:
+        return ((act.key, act.fds) for act in self.actors.values())
 
     # -------------------------------------------------------------- matching
 
@@ -662,6 +328,7 @@ class World:
         name = p.name
         self.trace.append(f"{act.key}:{act.kind}[{M.name(act.agent)}] {name} {p.detail}")
         what = f"{name} by actor {act.key} ({act.kind} of {M.name(act.agent)})"
+        self._tool_point(act, p, what)
         if name in UNCHECKED:
             return
         if _creation_point(act, name):
@@ -690,12 +357,40 @@ class World:
             cands += self._proc_paths(st, ids, act.key, fin | folded, fin | folded, stutter)
         self._check(cands, what, self.models)
 
+    def _tool_point(self, act: RealActor, p: Passed, what: str) -> None:
+        """The tool oracle's checks at a point (``worktools``): a call's files and
+        processes after it ran, its result entry, the files its commit holds, nothing
+        left running after a ``died`` settlement."""
+        aid = self.ids[act.agent] if act.kind == "driver" else None
+        if aid is None:
+            return
+        _, wt, msgs = self._dirs_of(aid)
+        tag = M.name(act.agent)
+        tool_entry = p.detail.endswith(f"-{TOOL_ORIGIN}.json")
+        try:
+            if p.name == Point.HOP_TOOL_RAN:
+                self.oracle.ran(p.detail, tag, aid, wt)
+            elif p.name == Point.TRANSCRIPT_RENAMED and tool_entry:
+                self.oracle.result(os.path.join(msgs, p.detail))
+            elif p.name == Point.TRANSCRIPT_COMMITTED and tool_entry:
+                self.oracle.committed(act.agent, tag, index_blobs(wt))
+            elif p.name == Point.HOP_SETTLED:
+                self.oracle.none_left(aid, "after a crashed tool window was settled")
+        except ToolMismatch as exc:
+            raise Divergence("\n".join([f"divergence at {what}: {exc}",
+                                         "implementation points so far:",
+                                         *(f"  {row}" for row in self.trace[-200:])])) from None
+
     def after_end(self, act: RealActor, error: BaseException | None) -> None:
         """The actor returned (or raised): its model process must be finished, or finish
         now by an error exit when it raised (R-STEP-5)."""
         what = f"end of actor {act.key}" + (f" ({type(error).__name__}: {error})" if error else "")
         self.trace.append(f"{act.key}:{act.kind}[{M.name(act.agent)}] END" +
                           (f" {type(error).__name__}" if error else ""))
+        aid = self.ids[act.agent]
+        if error is not None and act.kind == "driver" and aid is not None:
+            # an error exit leaves its tool window as a crash does (R-STEP-5, R-STEP-2)
+            self.oracle.crashed(act.agent, False, aid, self._dirs_of(aid)[1])
         cands: list[tuple[State, tuple[int, ...]]] = []
         for st, ids in self.models:
             if act.key not in ids:
@@ -749,6 +444,10 @@ class World:
         act.done = True
         del self.actors[act.key]
         self.graveyard.append(act)
+        aid = self.ids[act.agent]
+        if act.kind == "driver" and aid is not None:
+            mid_call = bool(act.points) and act.points[-1].name == Point.HOP_ASSISTANT_COMMITTED
+            self.oracle.crashed(act.agent, mid_call, aid, self._dirs_of(aid)[1])
         _bury(act.gen)
         self.trace.append(f"{act.key}:{act.kind}[{M.name(act.agent)}] CRASH")
         cands: list[tuple[State, tuple[int, ...]]] = []
@@ -819,10 +518,11 @@ class World:
             return act is not None and act.stop
 
         deps = HopDeps(self.model, self.launcher, self.clock, self.config, stopped)
-        result: HopResult = yield from hop_actor(self.ws, aid, {}, deps)
+        agent = require_agent_id(aid)  # the world's ids enter lernie_ref here (R-ID-9)
+        result: HopResult = yield from hop_actor(self.ws, agent, {}, deps)
         while result.outcome is Outcome.TOOLS_RAN:
             assert result.lock is not None
-            result = yield from hop_actor(self.ws, aid, result.lock.hand_off({}), deps)
+            result = yield from hop_actor(self.ws, agent, result.lock.hand_off({}), deps)
         return result
 
     def scan(self) -> None:
@@ -833,7 +533,11 @@ class World:
 
         self.trace.append("scan: lernie scan")
         run(scan_actor(self.ws, self.launcher, self.clock))
-        no_remains(self.ws)
+        if not any(a.creating for a in self.actors.values()):
+            # a creation still running (a live `lernie prompt` or dispatch between its
+            # lock and its ref) has a worktree no ref names yet: not remains, and the sweep
+            # leaves it alone (R-SCAN-12); the next scan after it ended or died checks it
+            no_remains(self.ws)
         cands = []
         for st, ids in self.models:
             for _, s1 in M.ext_scan(st, M.Profile(), SCOPE):
@@ -886,10 +590,15 @@ class World:
                     break
                 w.step(act)
 
-    def script(self, a: int, kind: str, target: int = NOBODY) -> None:
-        """Queue the next reply the model adapter gives the agent in slot ``a``."""
+    def script(self, a: int, kind: str, target: int = NOBODY, tool: str = LOOK) -> None:
+        """Queue the next reply the model adapter gives the agent in slot ``a`` (``tool``:
+        for a ``noop``, the call of the tool vocabulary it makes)."""
         self.replies += 1
-        self.model.queue.setdefault(a, []).append((kind, target, f"t{self.replies}"))
+        self.model.queue.setdefault(a, []).append((kind, target, f"t{self.replies}", tool))
+
+    def close(self) -> None:
+        """Kill and reap what tool calls and the crashes in their middle left running."""
+        self.oracle.close()
 
     # -------------------------------------------------------------- liveness
 
@@ -1068,8 +777,13 @@ class RefinementMachine(RuleBasedStateMachine):
                 if left:
                     raise Divergence("work the model says must be done is stranded: "
                                      + "; ".join(left))
+                try:
+                    self.world.oracle.none_left(None, "after the run")
+                except ToolMismatch as exc:
+                    raise Divergence(str(exc)) from None
                 self._aim()
         finally:
+            self.world.close()
             for act in list(self.world.actors.values()):
                 _bury(act.gen)
                 for fd in act.fds:
@@ -1120,7 +834,7 @@ class RefinementMachine(RuleBasedStateMachine):
         opens with up to two dispatches, so most runs have children to talk to, and the
         run's step budget is drawn (``STEP_BUDGETS``)."""
         budget = data.draw(hst.sampled_from(STEP_BUDGETS), label="step budget")
-        self.world.config = Config(step_budget=budget)
+        self.world.config = dataclasses.replace(self.world.config, step_budget=budget)
         opening = data.draw(hst.integers(0, 2), label="dispatches opening P's script")
         for _ in range(opening):
             self.world.script(0, "dispatch")
@@ -1137,7 +851,9 @@ class RefinementMachine(RuleBasedStateMachine):
             # another agent), so neither does the script
             target = (data.draw(hst.sampled_from([t for t in slots if t != a]), label="to")
                       if kind == "message" else NOBODY)
-            self.world.script(a, kind, target)
+            tool = (data.draw(hst.sampled_from(CALL_NAMES), label="tool") if kind == "noop"
+                    else LOOK)
+            self.world.script(a, kind, target, tool)
 
     @precondition(lambda self: bool(self.world.actors)
                   or self.world.started < len(self.world.launcher.launches))

@@ -23,12 +23,14 @@ from typing import Any, NamedTuple
 
 import lernie_ref.actors.drain as drain_module
 import lernie_ref.actors.sweep as sweep_module
+import lernie_ref.actors.tools as tools
 import lernie_ref.actors.writer as writer
 import lernie_ref.core.debt as debt
 import lernie_ref.reply_debt as reply_debt
 import lernie_ref.substrate.guarded as guarded
+import lernie_ref.substrate.shell as shell_module
 from lernie_ref.core.actor import Actor, Passed
-from lernie_ref.core.ids import parent_of
+from lernie_ref.core.ids import AgentId, parent_of
 from lernie_ref.core.vocab import MESSAGES_DIR, TOOL_ORIGIN, Epitaph, MarkKind, Point
 from lernie_ref.substrate.gitrun import GitResult, GitRunner
 from lernie_ref.substrate.lock import ExecutorLock
@@ -37,6 +39,7 @@ from lernie_ref.testing import HopParts, parts_installed
 
 drain: Any = drain_module  # its helpers, read (not patched) by the bugs' deliveries
 sweep: Any = sweep_module
+shell: Any = shell_module
 
 
 @contextlib.contextmanager
@@ -56,6 +59,16 @@ def _part(**replaced: Any) -> Callable[[], contextlib.AbstractContextManager[obj
         return parts_installed(dataclasses.replace(HopParts(), **replaced))
 
     return apply
+
+
+@contextlib.contextmanager
+def _patched_item(target: dict[str, Any], key: str, value: object) -> Iterator[None]:
+    old = target[key]
+    target[key] = value
+    try:
+        yield
+    finally:
+        target[key] = old
 
 
 class Bug(NamedTuple):
@@ -119,7 +132,9 @@ class _NoCommits:
         return self.git.run(dest, args, check=check, input=input)
 
 
-def _uncommitted_deliver(worktree: Path, agent_id: str, item: Any, git: GitRunner) -> Actor[str]:
+def _uncommitted_deliver(
+    worktree: Path, agent_id: AgentId, item: Any, git: GitRunner
+) -> Actor[str]:
     """The production delivery whose entry is renamed into place but never committed."""
     return (yield from drain_module.deliver_actor(worktree, agent_id, item, _NoCommits(git)))
 
@@ -156,11 +171,61 @@ def _sweep_ignores_lock() -> contextlib.AbstractContextManager[None]:
 
 
 def _skip_mark(kind: str) -> Callable[[], contextlib.AbstractContextManager[object]]:
-    def set_mark(ws: Workspace, k: str, agent_id: str, sha: str) -> None:
+    def set_mark(ws: Workspace, k: str, agent_id: AgentId, sha: str) -> None:
         if str(k) != kind:
             ws.set_mark(k, agent_id, sha)
 
     return _part(terminal_mark=set_mark)
+
+
+_OPERATION = ("*** Add File:", "*** Delete File:", "*** Update File:")
+
+
+def _patch_writes_as_it_goes() -> contextlib.AbstractContextManager[None]:
+    """``apply_patch`` applies (and writes) each operation of an envelope before it has
+    checked the next: an envelope that fails half way leaves its first half written."""
+    real = tools.TOOLS["apply_patch"]
+
+    def apply_patch(raw: object, ctx: Any) -> Any:
+        text = raw.get("input") if isinstance(raw, dict) else None
+        if not isinstance(text, str):
+            return real(raw, ctx)
+        sections: list[list[str]] = []
+        for line in text.splitlines():
+            if line.startswith(_OPERATION):
+                sections.append([line])
+            elif sections and not line.startswith("*** End Patch"):
+                sections[-1].append(line)
+        if len(sections) < 2:
+            return real(raw, ctx)
+        done = []
+        for section in sections:
+            one = "\n".join(["*** Begin Patch", *section, "*** End Patch"]) + "\n"
+            outcome = real({"input": one}, ctx)  # raises at the first failing operation
+            done.append(outcome.text)
+        return tools.ToolOutcome("\n".join(done), False)
+
+    return _patched_item(tools.TOOLS, "apply_patch", apply_patch)
+
+
+class _KillsTheShellOnly:
+    """``os`` as the shell module sees it, with ``killpg`` reaching the leader only."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(os, name)
+
+    @staticmethod
+    def killpg(pgid: int, sig: int) -> None:
+        os.kill(pgid, sig)
+
+
+@contextlib.contextmanager
+def _timeout_kills_the_shell() -> Iterator[None]:
+    """A ``bash`` call that ends kills the shell, not its process group or the processes
+    carrying its marks: a background job outlives the call."""
+    with _patched(shell, "os", _KillsTheShellOnly()), \
+            _patched(shell, "kill_marked", lambda *a, **k: []):
+        yield
 
 
 BUGS: tuple[Bug, ...] = (
@@ -196,12 +261,22 @@ BUGS: tuple[Bug, ...] = (
         _skip_mark(MarkKind.BUDGET_EXHAUSTED.value)),
     Bug("delivery-never-committed", "a delivered entry is renamed but never committed "
         "(R-TR-3)", "", _part(deliver_actor=_uncommitted_deliver)),
+    Bug("patch-writes-before-checking", "apply_patch writes each operation before it has "
+        "checked the next (R-TOOL-5)", "", _patch_writes_as_it_goes),
 )
 
-BY_NAME = {b.name: b for b in BUGS}
+PLANTED: tuple[Bug, ...] = (
+    Bug("bash-kills-the-shell-only", "a bash call's end kills the shell, not its group "
+        "(R-TOOL-4)", "", _timeout_kills_the_shell),
+)
+"""Bugs the hand-played tests plant (``--only`` runs them too) that the CI call of
+``lernie-check bugs`` leaves out: its budget does not catch them reliably yet."""
+
+BY_NAME = {b.name: b for b in (*BUGS, *PLANTED)}
 
 PATCHED = frozenset({
     "no-reply-debt", "overwriting-deposit", "tool-step-closes-debt-window",
-    "sweep-ignores-lock", "writer-never-probes",
+    "sweep-ignores-lock", "writer-never-probes", "patch-writes-before-checking",
+    "bash-kills-the-shell-only",
 })
 """The bugs still applied by patching a name (see the module's docstring)."""

@@ -47,6 +47,7 @@ CAUGHT_BY: dict[str, tuple[str, ...]] = {
     "budget-not-marked": ("a-spent-budget-leaves-its-mark",),
     "delivery-never-committed": ("prompt-prints-a-root-id-and-its-first-entry-lands",
                                  "the-sender-comes-from-the-conversation-branch-variable"),
+    "patch-writes-before-checking": ("a-patch-that-does-not-apply-changes-nothing",),
 }
 
 AUDITED = {

@@ -103,7 +103,7 @@ def test_r_lock_3_only_the_lock_module_calls_flock() -> None:
     assert flock_importers(ROOT / "lernie_ref") == ["lernie_ref/substrate/lock.py"]
     assert flock_importers(ROOT / "spec" / "lernie_spec") == []
     assert flock_importers(ROOT / "stateful" / "lernie_stateful") == [
-        "lernie_stateful/refinement.py"
+        "lernie_stateful/refine_view.py"
     ]
 
 

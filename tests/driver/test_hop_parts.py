@@ -13,6 +13,7 @@ from pathlib import Path
 from lernie_ref.actors.drain import deliver_actor
 from lernie_ref.actors.parts import PRODUCTION
 from lernie_ref.core.actor import Actor
+from lernie_ref.core.ids import AgentId
 from lernie_ref.inbox import RecordingLauncher, cli_prompt
 from lernie_ref.substrate.deposit import Pending
 from lernie_ref.substrate.gitrun import GitRunner
@@ -25,7 +26,7 @@ def test_r_step_10_a_hop_delivers_through_the_part_it_is_given(ws: Workspace) ->
     root = cli_prompt(ws, "hello", "", RecordingLauncher())
     delivered: list[str] = []
 
-    def deliver(worktree: Path, agent: str, item: Pending, git: GitRunner) -> Actor[str]:
+    def deliver(worktree: Path, agent: AgentId, item: Pending, git: GitRunner) -> Actor[str]:
         delivered.append(item.name)
         return (yield from deliver_actor(worktree, agent, item, git))
 

@@ -119,6 +119,13 @@ def test_r_log_2_wait_still_answers_and_exits_0_when_all_is_well(ws: Workspace) 
     assert proc.stderr == ""  # no progress lines when stderr is not a terminal
 
 
+def _as_a_terminals_foreground_job() -> None:
+    """Ctrl-C's disposition as a shell gives a foreground command: the default. A suite
+    started in the background of a non-interactive shell inherits SIGINT ignored, and an
+    interpreter that starts with SIGINT ignored never raises KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_r_log_2_ctrl_c_exits_130_quietly_and_the_agent_goes_on(ws: Workspace) -> None:
     env = {**os.environ, **CLEAN}
     env.pop("LERNIE_CONV_BRANCH", None)
@@ -128,6 +135,7 @@ def test_r_log_2_ctrl_c_exits_130_quietly_and_the_agent_goes_on(ws: Workspace) -
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        preexec_fn=_as_a_terminals_foreground_job,
     )
     try:
         assert proc.stdout is not None

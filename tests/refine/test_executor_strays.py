@@ -9,7 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from lernie_stateful.refinement import World, tracked_paths
+from lernie_stateful.refine_view import tracked_paths
+from lernie_stateful.refinement import World
 
 from lernie_ref.core.vocab import MESSAGES_DIR, Point
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 from lernie_stateful.refine_cli import run
-from lernie_stateful.refinement import Divergence, World, read_refs, tracked_paths
+from lernie_stateful.refine_view import read_refs, tracked_paths
+from lernie_stateful.refinement import Divergence, World
 from lernie_stateful.seeded_bugs import BY_NAME
 
 from lernie_ref.core.vocab import AGENT_REF_PREFIX, MARK_REF_PREFIX, Point

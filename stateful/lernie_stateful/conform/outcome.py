@@ -71,7 +71,7 @@ from lernie_stateful.conform.watch import DeliveryKill, WatchError
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
-from lernie_stateful.refinement import (
+from lernie_stateful.refine_view import (
     DEPOSIT_NAME,
     ENTRY_NAME,
     FRONTMATTER,

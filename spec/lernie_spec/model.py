@@ -1560,6 +1560,7 @@ NOT_MODELLED: dict[str, str] = {
     "R-ID-3": "ids are abstract indices: no string to guard",
     "R-ID-5": "ids are abstract indices: minting has no race",
     "R-ID-6": "name resolution happens before any protocol step",
+    "R-ID-9": "ids are abstract indices: validated where they enter, nothing to re-check",
     "R-ID-8": "display names decide nothing in the protocol",
     "R-WS-1": "layout: the model starts from a created workspace",
     "R-WS-2": "workspace guard: a string/path check",
@@ -1611,5 +1612,6 @@ NOT_MODELLED: dict[str, str] = {
     "R-CLI-6": "CLI argument handling",
     "R-CLI-7": "CLI content sources (stdin, --file); the deposit it makes is R-DEP-6",
     "R-CLI-8": "CLI preflight of configuration and model: a check before any write",
+    "R-CLI-9": "CLI exit statuses by error group: the edge's format, not a protocol step",
     "R-STEP-9": "which adapter a driver builds: the model call is a nondeterministic choice",
 }

@@ -21,35 +21,21 @@ import pytest
 from lernie_stateful.audit import audit
 
 from tests.support.runners import run_cli
+from tests.support.tools_project import block as _block
+from tests.support.tools_project import git, project
 from tests.support.waits import wait_quiescent
-from tests.tools.test_worked_example import _block, git
 
 BASE_URL = {"anthropic": ("ANTHROPIC_BASE_URL", ""), "openai": ("OPENAI_BASE_URL", "/v1")}
 KEY = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
 
 
-def _project(tmp_path: Path) -> Path:
-    """docs/tools.md's workspace: the small project on config/default, bash enabled."""
-    ws = tmp_path / "ws"
-    assert run_cli(["new", str(ws)]).returncode == 0
-    seed = tmp_path / "seed"
-    git("clone", "-q", str(ws / "repo.git"), str(seed), cwd=tmp_path)
-    (seed / "calc.py").write_text(_block("calc.py"))
-    (seed / "test_calc.py").write_text(_block("test_calc.py"))
-    (seed / ".gitignore").write_text("__pycache__/\n")
-    git("add", "-A", cwd=seed)
-    git("-c", "user.name=op", "-c", "user.email=op@example.invalid", "commit", "-qm",
-        "calc: a small project", cwd=seed)
-    git("push", "-q", "origin", "HEAD:config/default", cwd=seed)
-    config = ws / "lernie.toml"
-    config.write_text(re.sub(r"(?m)^tools = .*$", _block("tools").strip(), config.read_text()))
-    return ws
+
 
 
 @pytest.mark.parametrize("api", ["anthropic", "openai"])
 def test_r_tool_8_a_hosted_model_fixes_a_failing_test_and_the_run_is_in_history(
         api: str, tmp_path: Path) -> None:
-    ws = _project(tmp_path)
+    ws = project(tmp_path)
     prompt = tmp_path / "loopback.txt"
     prompt.write_text(_block("loopback-prompt"))
     record = tmp_path / "requests.jsonl"

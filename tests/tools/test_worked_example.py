@@ -5,47 +5,18 @@ all in the workspace's history, and the audit finds nothing to report (R-TOOL-8)
 from __future__ import annotations
 
 import json
-import re
-import subprocess
 from pathlib import Path
 
 from lernie_stateful.audit import audit
 
 from tests.support.runners import run_cli
+from tests.support.tools_project import block as _block
+from tests.support.tools_project import git, project
 from tests.support.waits import wait_quiescent
-
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "tools.md"
-
-
-def _block(name: str) -> str:
-    """The fenced block of docs/tools.md that follows the marker comment ``name``."""
-    text = DOCS.read_text(encoding="utf-8")
-    found = re.search(rf"<!-- {name} -->\n```[a-z]*\n(.*?)```", text, re.S)
-    assert found, f"docs/tools.md has no block {name}"
-    return found.group(1)
-
-
-def git(*args: str, cwd: Path) -> str:
-    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
 
 
 def test_r_tool_8_the_worked_example_fixes_a_failing_test_in_history(tmp_path: Path) -> None:
-    assert run_cli(["new", str(tmp_path / "ws")]).returncode == 0
-    ws = tmp_path / "ws"
-    # the project, as the docs build it: seeded into config/default, where roots fork from
-    seed = tmp_path / "seed"
-    git("clone", "-q", str(ws / "repo.git"), str(seed), cwd=tmp_path)
-    (seed / "calc.py").write_text(_block("calc.py"))
-    (seed / "test_calc.py").write_text(_block("test_calc.py"))
-    (seed / ".gitignore").write_text("__pycache__/\n")
-    git("add", "-A", cwd=seed)
-    git("-c", "user.name=op", "-c", "user.email=op@example.invalid", "commit", "-qm",
-        "calc: a small project", cwd=seed)
-    git("push", "-q", "origin", "HEAD:config/default", cwd=seed)
-    config = ws / "lernie.toml"
-    config.write_text(re.sub(r"(?m)^tools = .*$", _block("tools").strip(), config.read_text()))
+    ws = project(tmp_path)
     prompt = tmp_path / "prompt.txt"
     prompt.write_text(_block("prompt"))
 

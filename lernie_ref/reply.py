@@ -25,6 +25,13 @@ def last_prompter(entries: Iterable[Entry], agent_id: str) -> str | None:
     return debt.last_prompter((with_body(e) for e in entries), agent_id)
 
 
-def recipient(worktree: Path, agent_id: str, epitaph: str) -> str | None:
-    """R-ADDR-1, R-ADDR-3: where this terminal event's result goes; ``None`` = no deposit."""
-    return transcript.recipient(worktree, agent_id, epitaph)
+def recipient(
+    worktree: Path, agent_id: str, epitaph: str, reading: debt.DebtReading | None = None
+) -> str | None:
+    """R-ADDR-1, R-ADDR-3: where this terminal event's result goes; ``None`` = no deposit.
+
+    The debt is ``reading``'s (R-STEP-10; ``None``: the process default, read for this
+    call, the face's one use of its dependencies)."""
+    return transcript.recipient(
+        worktree, agent_id, epitaph, debt.reading() if reading is None else reading
+    )

@@ -30,11 +30,19 @@ Entry = _Entry[Path]
 """One transcript entry read from disk: ``Entry(seq, origin, delivered, path)``."""
 
 
-def is_terminal_response(entry: Entry) -> bool:
-    """R-DEBT-2: a non-``tool`` model entry whose blocks declare no ``tool_use``."""
-    return _transcript.is_terminal_response(entry)
+def is_terminal_response(entry: Entry, reading: debt.DebtReading | None = None) -> bool:
+    """R-DEBT-2: a non-``tool`` model entry whose blocks declare no ``tool_use``.
+
+    As ``reading`` has it (R-STEP-10; ``None``: the process default, read for this call,
+    the face's one use of its dependencies), as below."""
+    return _transcript.is_terminal_response(
+        entry, debt.reading() if reading is None else reading
+    )
 
 
-def owes_a_reply(entries: Iterable[Entry], agent_id: str) -> bool:
+def owes_a_reply(
+    entries: Iterable[Entry], agent_id: str, reading: debt.DebtReading | None = None
+) -> bool:
     """R-DEBT-4 over entries newest first (as :func:`read_entries` returns them)."""
-    return debt.owes_a_reply((with_body(e) for e in entries), agent_id)
+    chosen = debt.reading() if reading is None else reading
+    return chosen.owes_a_reply((with_body(e) for e in entries), agent_id)

@@ -10,10 +10,13 @@
   queued and run only by :meth:`Inline.settle`, and a chain can be made to die right
   after a chosen point (:meth:`Inline.crash_at`, :meth:`Inline.run_chain`);
   :func:`drive` is one such chain with a fresh runner;
-- :class:`HopParts` and :func:`parts_installed` are the seam for a hop with a replaced
-  collaborator (R-STEP-10): pass ``HopParts(...)`` in ``HopDeps(parts=...)``, or install
-  it for every hop this process builds (how a checker builds a deliberately broken
-  ``lernie``, e.g. for a seeded bug, without touching the code);
+- :func:`parts_installed` is the seam for the real code with a replaced collaborator
+  (R-STEP-10): it installs a parts object (:class:`HopParts`, :class:`WriterParts`,
+  :class:`SweepParts`, :class:`ToolParts`, :class:`DebtReading`) as the process default
+  of its kind, which every actor whose dependencies are built meanwhile takes (how a
+  checker builds a deliberately broken ``lernie``, e.g. for a seeded bug, without
+  touching the code); a parts object can also be passed explicitly (``HopDeps(parts=...)``,
+  ``scan_actor(..., parts=...)``, a writer verb's ``parts=``, ``ToolContext(parts=...)``);
 - :func:`poll` is the one polling helper: it waits, generously, for a condition another
   process makes true (a wait for a state, never a timing claim).
 """
@@ -24,12 +27,17 @@ import contextlib
 import time
 from collections.abc import Callable, Iterator
 
-from lernie_ref.actors import parts as _parts
 from lernie_ref.actors.hop import HopDeps, HopResult, Outcome, hop_actor
+from lernie_ref.actors.parts import HopParts
+from lernie_ref.actors.sweep import SweepParts
+from lernie_ref.actors.tools import ToolParts
+from lernie_ref.actors.writer import WriterParts
 from lernie_ref.adapters.protocol import ModelAdapter
 from lernie_ref.adapters.scripted import ScriptedModel
+from lernie_ref.core import parts as _parts
 from lernie_ref.core.actor import Passed
 from lernie_ref.core.clock import Clock, FixedClock, SystemClock
+from lernie_ref.core.debt import DebtReading
 from lernie_ref.core.ids import require_agent_id
 from lernie_ref.core.stepper import Stepper
 from lernie_ref.core.vocab import Point
@@ -38,25 +46,32 @@ from lernie_ref.substrate.launcher import RecordingLauncher
 from lernie_ref.substrate.workspace import Workspace
 
 __all__ = [
+    "DebtReading",
     "FixedClock",
     "HopParts",
     "Inline",
     "Point",
     "RecordingLauncher",
     "Stepper",
+    "SweepParts",
+    "ToolParts",
+    "WriterParts",
     "drive",
     "parts_installed",
     "poll",
 ]
 
-HopParts = _parts.HopParts
+Parts = HopParts | WriterParts | SweepParts | ToolParts | DebtReading
+"""The parts objects a test may install (R-STEP-10)."""
 
 
 @contextlib.contextmanager
-def parts_installed(parts: HopParts) -> Iterator[HopParts]:
-    """Every ``HopDeps`` built without explicit parts in this process, inside the block,
-    gets ``parts`` (R-STEP-10): the hops that the CLI (and so its detached drivers, when
-    they enter the same block at start-up) runs call the replaced collaborators."""
+def parts_installed(parts: Parts) -> Iterator[Parts]:
+    """Inside the block, ``parts`` is this process's default of its kind (R-STEP-10):
+    every actor whose dependencies are built without explicit parts meanwhile (a
+    ``HopDeps``, a sweep's pass, a writer verb, a tool context; the hops, scans and
+    writers the CLI runs, and so its detached drivers, when they enter the same block at
+    start-up) calls the replaced collaborators."""
     _parts.install(parts)
     try:
         yield parts

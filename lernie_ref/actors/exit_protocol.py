@@ -30,6 +30,7 @@ from lernie_ref.actors.parts import PRODUCTION, HopParts
 from lernie_ref.actors.release import notice, release_actor
 from lernie_ref.core.actor import Actor, Passed
 from lernie_ref.core.clock import Clock
+from lernie_ref.core.debt import READING, DebtReading
 from lernie_ref.core.errors import DepositError, GitOpError, LernieError
 from lernie_ref.core.ids import AgentId
 from lernie_ref.core.vocab import Epitaph, MarkKind, Point
@@ -58,6 +59,7 @@ def conclude_actor(
     launcher: Launcher,
     clock: Clock,
     parts: HopParts = PRODUCTION,
+    reading: DebtReading = READING,
 ) -> Actor[AgentId | None]:
     """R-TERM-2: deposit → release → release rule → (final-response only) self and recipient.
 
@@ -66,7 +68,7 @@ def conclude_actor(
     parked obituary, so no wakeup it owes is left unmade (I-21). Raises only before the
     release (the caller then releases by ``LOCK_UN`` and runs no release rule). The
     stopped mark, the recipient, the release and its rule and the recipient probe go
-    through ``parts`` (R-STEP-10).
+    through ``parts``, the debt the recipient reads is ``reading`` (R-STEP-10).
 
     Points: ``Point.TERMINAL_STOPPED_MARKED``, ``Point.TERMINAL_RECIPIENT``; the result
     deposit's ``Point.DEPOSIT_LISTED``, ``Point.DEPOSIT_TEMP_WRITTEN``,
@@ -84,7 +86,7 @@ def conclude_actor(
         except LernieError as exc:
             raise GitOpError("stopped update-ref", exc) from None
         yield Passed(Point.TERMINAL_STOPPED_MARKED, agent_id)
-    to = parts.recipient(ws.worktree(agent_id), agent_id, epitaph)
+    to = parts.recipient(ws.worktree(agent_id), agent_id, epitaph, reading)
     yield Passed(Point.TERMINAL_RECIPIENT, agent_id, to or "")
     if to is not None:
         sha = terminal_ref(ws, agent_id)

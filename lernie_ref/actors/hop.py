@@ -39,11 +39,12 @@ from lernie_ref.actors.parts import HopParts, installed_parts
 from lernie_ref.actors.probe import probe_actor
 from lernie_ref.actors.readings import mark_value, unsent_reply
 from lernie_ref.actors.release import notice, release_actor
-from lernie_ref.actors.tools import ToolContext, run_tool
+from lernie_ref.actors.tools import ToolContext, ToolParts, run_tool, tool_parts
 from lernie_ref.adapters.protocol import ModelAdapter, ModelRequest
-from lernie_ref.core import debt
 from lernie_ref.core.actor import Actor, Passed
 from lernie_ref.core.clock import Clock
+from lernie_ref.core.debt import DebtReading
+from lernie_ref.core.debt import reading as debt_reading
 from lernie_ref.core.entry import Block, Entry, text_of, tool_result_block, tool_use_ids
 from lernie_ref.core.errors import (
     AdoptError,
@@ -105,6 +106,11 @@ class HopDeps:
     """The environment tool processes start from (``None``: this process's)."""
     parts: HopParts = field(default_factory=installed_parts)
     """The collaborators the hop's actors call through (R-STEP-10; production's by default)."""
+    debt: DebtReading = field(default_factory=debt_reading)
+    """The reply-debt reading of the exit protocol, the lost-reply check and the mark
+    repair (R-STEP-10)."""
+    tools: ToolParts = field(default_factory=tool_parts)
+    """The work tools' collaborators (R-STEP-10)."""
 
 
 def _release_actor(
@@ -185,7 +191,7 @@ def _drive(ws: Workspace, agent_id: AgentId, lock: ExecutorLock, deps: HopDeps) 
     stray = resent = False
     present = ws.worktree_present(agent_id)
     if present:
-        _repair_returned_mark(ws, agent_id)
+        _repair_returned_mark(ws, agent_id, deps.debt)
         # R-DRAIN-2 before R-STEP-2: a model entry renamed but never committed is committed
         # alone first, so the settlement's tool commit never carries it (R-TR-3).
         stray = deps.parts.recover_strays(worktree, agent_id, ws.git)
@@ -234,7 +240,7 @@ def _drive(ws: Workspace, agent_id: AgentId, lock: ExecutorLock, deps: HopDeps) 
     return (yield from _step(ws, agent_id, lock, delivery.seen, deps))
 
 
-def _repair_returned_mark(ws: Workspace, agent_id: AgentId) -> None:
+def _repair_returned_mark(ws: Workspace, agent_id: AgentId, reading: DebtReading) -> None:
     """R-SCAN-11 at the hop, before its first commit moves the tip: a result carrying the
     tip that already reached its recipient gets its returned mark, which a kill between
     the result's publish and its mark left behind."""
@@ -246,7 +252,7 @@ def _repair_returned_mark(ws: Workspace, agent_id: AgentId) -> None:
     if returned == tip:
         return
     try:
-        to = landed_result(ws, agent_id, tip, ws.worktree_present)
+        to = landed_result(ws, agent_id, tip, ws.worktree_present, reading=reading)
     except (TranscriptError, OSError):
         # unreadable (this transcript, or the recipient's inbox or transcript): the hop's
         # own reading or its deposit reports the failure where it belongs (R-STEP-5)
@@ -264,10 +270,12 @@ def _send_lost_reply(ws: Workspace, agent_id: AgentId, deps: HopDeps) -> Actor[b
     ``True`` when a reply was deposited."""
     try:
         entries = read_entries(ws.worktree(agent_id))
-        if not entries or not debt.is_terminal_response(with_body(entries[0])):
+        if not entries or not deps.debt.is_terminal_response(with_body(entries[0])):
             return False
         tip = ws.branch_tip(agent_id)
-        lost = unsent_reply(ws, agent_id, tip, lambda: frozenset(ws.agent_ids()))
+        lost = unsent_reply(
+            ws, agent_id, tip, lambda: frozenset(ws.agent_ids()), reading=deps.debt
+        )
     except LernieError as exc:
         raise GitOpError("lost-reply check", exc) from None
     if lost is None:
@@ -309,6 +317,7 @@ def _conclude(
         launcher=deps.launcher,
         clock=deps.clock,
         parts=deps.parts,
+        reading=deps.debt,
     )
     return HopResult(Outcome.TERMINAL, epitaph=epitaph, recipient=to)
 
@@ -368,7 +377,7 @@ def _step(
             return (yield from _conclude(ws, agent_id, Epitaph.STOPPED, lock, seen, deps))
         context = ToolContext(
             ws, agent_id, deps.launcher, deps.clock, deps.config, deps.stop_requested,
-            os.environ if deps.env is None else deps.env, tools,
+            os.environ if deps.env is None else deps.env, tools, deps.tools,
         )
         result = run_tool(call, context)
         yield Passed(Point.HOP_TOOL_RAN, agent_id, str(call["id"]))

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from lernie_ref.actors.readings import result_on_disk
 from lernie_ref.actors.release import notice
+from lernie_ref.core.debt import READING, DebtReading
 from lernie_ref.core.errors import GitOpError, LernieError
 from lernie_ref.core.ids import AgentId, as_agent_id, parent_of
 from lernie_ref.core.vocab import Epitaph, MarkKind
@@ -31,18 +32,20 @@ def landed_result(
     tip: str,
     registered: Callable[[AgentId], bool],
     listed: Transcript | None = None,
+    reading: DebtReading = READING,
 ) -> AgentId | None:
     """R-SCAN-11: the agent whose inbox or transcript holds a result from ``agent``
     carrying ``tip`` (its parent, for an obituary; the final response's recipient, when
-    the newest entry is one), or ``None``. The caller has seen the returned mark elsewhere."""
+    the newest entry is one), or ``None``. The caller has seen the returned mark elsewhere;
+    ``reading`` is its debt reading (R-STEP-10)."""
     candidates: list[AgentId] = []
     derived = parent_of(agent)
     parent = None if derived is None else as_agent_id(derived)  # guarded where derived (R-ID-9)
     if parent is not None and registered(parent):
         candidates.append(parent)
     entries = read_entries(ws.worktree(agent)) if listed is None else listed.everything()
-    if entries and is_terminal_response(entries[0]):
-        to = recipient(ws.worktree(agent), agent, Epitaph.FINAL_RESPONSE)
+    if entries and is_terminal_response(entries[0], reading):
+        to = recipient(ws.worktree(agent), agent, Epitaph.FINAL_RESPONSE, reading)
         if to is not None and to not in candidates and registered(to):
             candidates.append(to)
     return next((to for to in candidates if result_on_disk(ws, to, agent, tip)), None)

@@ -8,9 +8,10 @@ one collaborator replaced without touching the code: the parts travel in
 :class:`lernie_ref.actors.hop.HopDeps` like the clock and the launcher. Production uses
 :data:`PRODUCTION`; nothing here reads a flag or the environment.
 
-The one process-wide default (:func:`installed_parts`) is read once when a
-``HopDeps`` is built, never per call; :mod:`lernie_ref.testing` is its only writer,
-for test builds that run the real CLI in another process.
+The process default (:func:`installed_parts`, kept by :mod:`lernie_ref.core.parts` like
+every parts object's) is read once when a ``HopDeps`` is built, never per call;
+:mod:`lernie_ref.testing` is its only writer, for test builds (a checker's, or the real
+CLI started in another process with a bug installed at start-up).
 """
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ from lernie_ref.actors.drain import deliver_actor, recover_strays
 from lernie_ref.actors.probe import ProbeOutcome, probe_actor
 from lernie_ref.actors.release import owed_launch
 from lernie_ref.core.actor import Actor
+from lernie_ref.core.debt import DebtReading
 from lernie_ref.core.entry import Block
 from lernie_ref.core.ids import AgentId
+from lernie_ref.core.parts import installed
 from lernie_ref.core.vocab import Role
 from lernie_ref.core.warrant import unanswered_tail
 from lernie_ref.substrate.deposit import Pending, pending
@@ -55,28 +58,17 @@ class HopParts:
     """R-LOCK-2: the release's ``LOCK_UN`` (and close) of the executor lock."""
     terminal_mark: Callable[[Workspace, str, AgentId, str], None] = Workspace.set_mark
     """R-TERM-4, R-TERM-6: the mark a budget-exhausted or stopped exit leaves."""
-    recipient: Callable[[Path, str, str], AgentId | None] = recipient
-    """R-ADDR-1, R-ADDR-3: where the exit protocol deposits a terminal event's result."""
+    recipient: Callable[[Path, str, str, DebtReading], AgentId | None] = recipient
+    """R-ADDR-1, R-ADDR-3: where the exit protocol deposits a terminal event's result
+    (given the hop's debt reading)."""
     recipient_probe: Callable[[Path, AgentId, Launcher], Actor[ProbeOutcome]] = probe_actor
     """R-TERM-2 (4): the exit protocol's probe of the recipient."""
 
 
 PRODUCTION = HopParts()
 
-_INSTALLED: list[HopParts] = [PRODUCTION]
-
 
 def installed_parts() -> HopParts:
     """The parts a ``HopDeps`` built without explicit parts gets (production's unless a
     test build installed others through :mod:`lernie_ref.testing`)."""
-    return _INSTALLED[-1]
-
-
-def install(parts: HopParts) -> None:
-    """Make ``parts`` the default for every ``HopDeps`` built from now on."""
-    _INSTALLED.append(parts)
-
-
-def uninstall(parts: HopParts) -> None:
-    """Undo :func:`install` of ``parts``."""
-    _INSTALLED.remove(parts)
+    return installed(HopParts, PRODUCTION)

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from lernie_ref.core import TYPE_CHECKING
+from lernie_ref.core.debt import READING, DebtReading
 from lernie_ref.core.entry import Entry as _Entry
 from lernie_ref.core.entry import entry_blocks, text_of
 from lernie_ref.core.errors import ContainmentError, GitOpError, LernieError, ScanError
@@ -226,7 +227,9 @@ def assess(
 # ------------------------------------------------------------------ results owed
 
 
-def may_owe_a_result(agent: AgentId, registry: frozenset[str], listed: Transcript) -> bool:
+def may_owe_a_result(
+    agent: AgentId, registry: frozenset[str], listed: Transcript, reading: DebtReading = READING
+) -> bool:
     """Whether R-SCAN-9, R-SCAN-10's stray or R-SCAN-11 can apply to an agent at rest
     (R-SCAN-4: with or without pending mail, which is no death).
 
@@ -235,12 +238,13 @@ def may_owe_a_result(agent: AgentId, registry: frozenset[str], listed: Transcrip
     entry to be a terminal response. With no registered parent and a newest entry that is
     not a terminal response (or none), none applies, and the sweep reads no ref for the
     agent. ``True`` when the entry cannot be judged: the full checks then say why.
+    ``reading`` is the caller's debt reading (R-STEP-10), as in the readings below.
     """
     if parent_of(agent) in registry:
         return True
     try:
         entries = listed.everything()
-        return bool(entries) and is_terminal_response(entries[0])
+        return bool(entries) and is_terminal_response(entries[0], reading)
     except LernieError:
         return True
 
@@ -291,6 +295,7 @@ def unsent_reply(
     registry: frozenset[str] | Callable[[], frozenset[str]],
     refs: Refs | None = None,
     listed: Transcript | None = None,
+    reading: DebtReading = READING,
 ) -> UnsentReply | None:
     """R-SCAN-9: the final response at ``agent``'s tip that never reached its recipient, if any.
 
@@ -309,13 +314,13 @@ def unsent_reply(
         return None
     worktree = ws.worktree(agent)
     entries = read_entries(worktree) if listed is None else listed.everything()
-    if not entries or not is_terminal_response(entries[0]):
+    if not entries or not is_terminal_response(entries[0], reading):
         return None
     newest = entries[0]
     own_commit = _commits_entry(ws, tip, refs.subject(tip), newest, agent)
     if not reply_may_be_unsent(returned, tip, True, own_commit):
         return None
-    to = recipient(worktree, agent, Epitaph.FINAL_RESPONSE)
+    to = recipient(worktree, agent, Epitaph.FINAL_RESPONSE, reading)
     if to is None:
         return None
     if callable(registry):
@@ -345,6 +350,7 @@ def stray_terminal(
     tip: str,
     refs: Refs | None = None,
     listed: Transcript | None = None,
+    reading: DebtReading = READING,
 ) -> bool:
     """R-SCAN-10: the newest entry is a terminal response that is not in the tip's tree:
     its driver died between the entry's rename and its commit (an uncommitted stray).
@@ -353,7 +359,7 @@ def stray_terminal(
     the entry's canonical name) the entry is in the tip's tree; otherwise git is asked.
     """
     entries = read_entries(ws.worktree(agent)) if listed is None else listed.everything()
-    if not entries or not is_terminal_response(entries[0]):
+    if not entries or not is_terminal_response(entries[0], reading):
         return False
     newest = entries[0]
     name = newest.path.name

@@ -59,8 +59,11 @@ from lernie_ref.actors.readings import (
     work_due,
 )
 from lernie_ref.actors.release import notice
+from lernie_ref.core import TYPE_CHECKING
 from lernie_ref.core.actor import Actor, Passed, run
 from lernie_ref.core.clock import Clock
+from lernie_ref.core.debt import DebtReading
+from lernie_ref.core.debt import reading as debt_reading
 from lernie_ref.core.errors import (
     ContainmentError,
     GitOpError,
@@ -71,6 +74,7 @@ from lernie_ref.core.errors import (
     io_text,
 )
 from lernie_ref.core.ids import AgentId, as_agent_id, parent_of, require_agent_id
+from lernie_ref.core.parts import FrozenParts, installed
 from lernie_ref.core.sweep import (
     REVIVALS_FILE,
     REVIVE_LIMIT,
@@ -91,6 +95,10 @@ from lernie_ref.substrate.reffiles import RefFiles
 from lernie_ref.substrate.refsnap import AgentOids, ObjectFacts, RefOids
 from lernie_ref.substrate.transcript import Transcript, history_of, load
 from lernie_ref.substrate.workspace import Workspace
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
 
 __all__ = [  # the pure decisions live in lernie_ref.core.sweep; re-exported here for callers
     "REVIVE_LIMIT",
@@ -152,6 +160,35 @@ def _revive(ws: Workspace, agent: AgentId, tip: str, report: ScanReport) -> bool
 # --------------------------------------------------------------------- the pass
 
 
+class SweepParts(FrozenParts):
+    """The sweep's replaceable collaborators (R-STEP-10), production's by default:
+    ``acquire``, its non-blocking try of an agent's executor lock (R-SCAN-6: whether the
+    inbox is there, and the lock if it was free)."""
+
+    __slots__ = ("acquire",)
+
+    if TYPE_CHECKING:
+        acquire: Callable[[str | Path | InboxAt], tuple[bool, ExecutorLock | None]]
+
+    def __init__(
+        self,
+        acquire: Callable[
+            [str | Path | InboxAt], tuple[bool, ExecutorLock | None]
+        ] = try_acquire_present,
+    ) -> None:
+        self._set("acquire", acquire)
+
+
+SWEEP_PARTS = SweepParts()
+"""Production's sweep parts."""
+
+
+def sweep_parts() -> SweepParts:
+    """The process default sweep parts (production's unless a test build installed others
+    through ``lernie_ref.testing.parts_installed``); read once per pass."""
+    return installed(SweepParts, SWEEP_PARTS)
+
+
 class _Pass:
     """What one pass reads once and every agent's sweep shares: the workspace and its
     injected parts, the registry, the report, every agent's refs as names and object ids
@@ -161,8 +198,8 @@ class _Pass:
     worktrees' git lock files."""
 
     __slots__ = (
-        "agents", "clock", "facts", "files", "inbox_fd", "launcher", "look", "oids",
-        "registry", "report", "ws",
+        "agents", "clock", "debt", "facts", "files", "inbox_fd", "launcher", "look", "oids",
+        "parts", "registry", "report", "ws",
     )
 
     def __init__(
@@ -173,8 +210,12 @@ class _Pass:
         oids: RefOids,
         inbox_fd: int | None,
         look: gitlocks.LockLook,
+        parts: SweepParts,
+        debt: DebtReading,
     ) -> None:
         self.ws = ws
+        self.parts = parts
+        self.debt = debt
         self.launcher = launcher
         self.clock = clock
         self.oids = oids
@@ -256,7 +297,7 @@ def _sweep_one(run: _Pass, agent: AgentId) -> Actor[None]:
     probe = inbox if run.inbox_fd is None else InboxAt(run.inbox_fd, agent, inbox)
     try:
         # no directory: nobody can hold the lock, and none is created (R-SCAN-6)
-        present, lock = try_acquire_present(probe)
+        present, lock = run.parts.acquire(probe)
     except LockError as exc:
         raise ScanError(f"probe executor lock at {inbox}: {exc.detail}") from None
     if present and lock is None:
@@ -273,7 +314,7 @@ def _sweep_one(run: _Pass, agent: AgentId) -> Actor[None]:
         yield Passed(Point.SCAN_ASSESSED, agent, condition.value)
         if condition is Condition.DIED_MID_WORK:
             revive = yield from _died(hold, refs, listed)
-        elif condition in _MAY_OWE and may_owe_a_result(agent, run.registry, listed):
+        elif condition in _MAY_OWE and may_owe_a_result(agent, run.registry, listed, run.debt):
             # R-SCAN-9 also with mail pending: the hop would re-send it too (R-DRAIN-8)
             revive = yield from _at_rest(hold, condition, refs, listed)
     finally:
@@ -344,7 +385,9 @@ def _at_rest(hold: _Hold, condition: Condition, refs: Refs, listed: Transcript) 
         try:
             landed = None
             if returned != tip:
-                landed = landed_result(ws, agent, tip, run.registry.__contains__, listed)
+                landed = landed_result(
+                    ws, agent, tip, run.registry.__contains__, listed, run.debt
+                )
         except LernieError as exc:
             raise ScanError(f"returned mark repair of {agent}: {exc}") from None
         if landed is not None:
@@ -354,11 +397,11 @@ def _at_rest(hold: _Hold, condition: Condition, refs: Refs, listed: Transcript) 
             except LernieError as exc:
                 raise ScanError(f"returned mark repair of {agent}: {exc}") from None
     try:
-        unsent = unsent_reply(ws, agent, tip, run.registry, refs, listed)
+        unsent = unsent_reply(ws, agent, tip, run.registry, refs, listed, run.debt)
         stray = (
             hold.lock is not None
             and condition is Condition.AT_REST  # mail: the flush launches it anyway
-            and stray_terminal(ws, agent, tip, refs, listed)
+            and stray_terminal(ws, agent, tip, refs, listed, run.debt)
         )
     except LernieError as exc:
         raise ScanError(f"read transcript of {agent}: {exc}") from None
@@ -380,7 +423,7 @@ def _at_rest(hold: _Hold, condition: Condition, refs: Refs, listed: Transcript) 
     return revive
 
 
-def _abandoned(ws: Workspace, registry: frozenset[str], report: ScanReport) -> Actor[None]:
+def _abandoned(run: _Pass) -> Actor[None]:
     """R-SCAN-12: the remains of a creation (``prompt``, ``dispatch``) killed before its
     commit point, the create-only ref update (R-PROBE-6): a worktree or worktree admin
     directory no ref names. Its creator held the new agent's lock from before the
@@ -388,11 +431,12 @@ def _abandoned(ws: Workspace, registry: frozenset[str], report: ScanReport) -> A
     all) and still no ref, the creator is dead and the agent will never exist. Its
     worktree, admin directory, branch lock file and inbox (the goal's deposit, a temp)
     are removed, with one notice line each; a held lock is a creation at work: left."""
+    ws, registry, report = run.ws, run.registry, run.report
     for name in ws.unborn_candidates():
         if name in registry:
             continue
         try:
-            present, lock = try_acquire_present(ws.inbox_text(name))
+            present, lock = run.parts.acquire(ws.inbox_text(name))
         except LockError as exc:
             raise ScanError(f"probe executor lock at {ws.inbox_text(name)}: {exc.detail}") from None
         if present and lock is None:
@@ -449,9 +493,8 @@ def _remove_dead_temps(ws: Workspace, inbox: str, temps: list[str]) -> None:
         notice(f"removed the temp file(s) of dead writers {', '.join(removed)} (R-DEP-6)")
 
 
-def _flush(
-    ws: Workspace, registry: frozenset[str], launcher: Launcher, report: ScanReport
-) -> Actor[None]:
+def _flush(run: _Pass) -> Actor[None]:
+    ws, registry, launcher, report = run.ws, run.registry, run.launcher, run.report
     for name in _inbox_names(ws):
         # a listing is an edge (R-ID-9); a directory whose name is no id is debris below
         aid = as_agent_id(name)
@@ -468,7 +511,7 @@ def _flush(
         # An agent created after the registry was read is not debris (R-SCAN-2).
         if aid is None or (aid not in registry and not ws.agent_exists(aid)):
             try:
-                present, lock = try_acquire_present(ws.inbox_root / name)
+                present, lock = run.parts.acquire(ws.inbox_root / name)
             except LockError:
                 present, lock = True, None
             if present and lock is None:
@@ -493,9 +536,16 @@ def _flush(
 
 
 def scan_actor(
-    ws: Workspace, launcher: Launcher, clock: Clock
+    ws: Workspace,
+    launcher: Launcher,
+    clock: Clock,
+    parts: SweepParts | None = None,
+    reading: DebtReading | None = None,
 ) -> Actor[ScanReport]:
     """R-SCAN-1: the whole pass as an actor: sweep every agent, then flush every inbox.
+
+    ``parts`` and ``reading`` are the sweep's collaborators and its reply-debt reading
+    (R-STEP-10); ``None``: the process defaults, read once, when the pass starts.
 
     Per agent: ``scan.driven``, or ``scan.held`` (``scan.no-inbox``), ``scan.assessed``
     (detail: the condition), the deposit's points and ``scan.swept`` when an obituary is
@@ -512,6 +562,8 @@ def scan_actor(
     ``Point.PROBE_ACQUIRED``, ``Point.PROBE_RELEASED``, ``Point.PROBE_LAUNCHED``.
     Always: none (an empty workspace passes no point).
     """
+    parts = sweep_parts() if parts is None else parts
+    reading = debt_reading() if reading is None else reading
     try:  # R-WS-9: shared lock files a killed git left, before any git call of the pass
         shared = gitlocks.clear_shared_locks(ws.root)
     except LernieError as exc:
@@ -530,7 +582,9 @@ def scan_actor(
     except (OSError, ContainmentError):
         held = None
     look = gitlocks.LockLook(ws.repo_git, ws.agents_root)
-    sweep_pass = _Pass(ws, launcher, clock, oids, None if held is None else held.fd, look)
+    sweep_pass = _Pass(
+        ws, launcher, clock, oids, None if held is None else held.fd, look, parts, reading
+    )
     try:
         for agent in sweep_pass.agents:
             yield from _sweep_one(sweep_pass, agent)
@@ -538,8 +592,8 @@ def scan_actor(
         look.close()
         if held is not None:
             held.close()
-    yield from _abandoned(ws, sweep_pass.registry, sweep_pass.report)
-    yield from _flush(ws, sweep_pass.registry, launcher, sweep_pass.report)
+    yield from _abandoned(sweep_pass)
+    yield from _flush(sweep_pass)
     return sweep_pass.report
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from lernie_ref.actors.writer import dispatch, message
@@ -37,12 +37,15 @@ from lernie_ref.core.errors import (
     ToolInputError,
     debug_quote,
 )
+from lernie_ref.core.parts import installed
 from lernie_ref.core.patch import apply_hunks, join_lines, parse, relative_parts
 from lernie_ref.substrate.config import Config
 from lernie_ref.substrate.launcher import Launcher
 from lernie_ref.substrate.workspace import Workspace
 
 if TYPE_CHECKING:  # the work tools' modules load with the first call that needs them
+    from pathlib import Path
+
     from lernie_ref.core.ids import AgentId
     from lernie_ref.substrate.agentfs import AgentFiles, Parts
 
@@ -51,6 +54,20 @@ STOPPED_TEXT = (
     "interrupted: the agent was stopped (SIGTERM) while this call ran; "
     "every process it started was killed"
 )
+
+
+def _end_call(pid: int, ws_root: str | Path, agent_id: str) -> None:
+    """Production's end of a ``bash`` call (:func:`lernie_ref.substrate.shell.end_call`)."""
+    from lernie_ref.substrate import shell
+
+    shell.end_call(pid, ws_root, agent_id)
+
+
+def tool_parts() -> ToolParts:
+    """The process default tool parts (production's unless a test build installed others
+    through ``lernie_ref.testing.parts_installed``); read once when a hop's dependencies
+    or a tool context are built."""
+    return installed(ToolParts, TOOL_PARTS)
 
 
 @dataclass(frozen=True)
@@ -66,6 +83,8 @@ class ToolContext:
     env: Mapping[str, str]
     tools: tuple[str, ...] | None = None
     """The agent's tools (R-TOOL-1); ``None``: the workspace's ``tools``."""
+    parts: ToolParts = field(default_factory=tool_parts)
+    """The tools' replaceable collaborators (R-STEP-10)."""
 
     @property
     def enabled(self) -> tuple[str, ...]:
@@ -231,6 +250,7 @@ def _bash(raw: object, ctx: ToolContext) -> ToolOutcome:
             should_stop=ctx.stop_requested,
             ws_root=ctx.ws.root,
             agent_id=ctx.agent_id,
+            end=ctx.parts.end_call,
         )
     except OSError as exc:
         raise ToolError(f"could not start sh: {exc.strerror or exc}") from None
@@ -317,12 +337,31 @@ def _multi_tool(raw: object, ctx: ToolContext) -> ToolOutcome:
     return ToolOutcome("\n".join(sections) if sections else "(no invocations)", failed)
 
 
+@dataclass(frozen=True)
+class ToolParts:
+    """The work tools' replaceable collaborators (R-STEP-10), production's by default:
+    ``apply_patch`` (R-TOOL-5: the tool itself, one envelope applied whole or not at all)
+    and ``end_call`` (R-TOOL-4: what kills a ``bash`` call's processes when it ends)."""
+
+    apply_patch: Callable[[object, ToolContext], ToolOutcome] = _apply_patch
+    end_call: Callable[[int, str | Path, str], None] = _end_call
+
+
+TOOL_PARTS = ToolParts()
+"""Production's tool parts."""
+
+
+def _apply_patch_part(raw: object, ctx: ToolContext) -> ToolOutcome:
+    """``apply_patch`` as the context's parts have it (R-STEP-10)."""
+    return ctx.parts.apply_patch(raw, ctx)
+
+
 TOOLS: dict[str, Callable[[object, ToolContext], ToolOutcome]] = {
     "message": _message,
     "dispatch": _dispatch,
     "read_file": _read_file,
     "cd": _cd,
-    "apply_patch": _apply_patch,
+    "apply_patch": _apply_patch_part,
     "bash": _bash,
     "multi_tool": _multi_tool,
 }

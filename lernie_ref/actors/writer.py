@@ -17,20 +17,55 @@ from lernie_ref.core import TYPE_CHECKING
 from lernie_ref.core.actor import Passed, run
 from lernie_ref.core.errors import UsageError, WorkspaceError, debug_quote
 from lernie_ref.core.names import USER_SENDER, Point
-from lernie_ref.substrate.deposit import deposit_actor
+from lernie_ref.core.parts import FrozenParts, installed
+from lernie_ref.substrate.deposit import deposit_actor, link_new
 from lernie_ref.substrate.lock import try_acquire
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from pathlib import Path
 
     from lernie_ref.core.actor import Actor
     from lernie_ref.core.clock import Clock
     from lernie_ref.core.ids import AgentId
+    from lernie_ref.substrate import guarded
     from lernie_ref.substrate.deposit import Stream
     from lernie_ref.substrate.launcher import Launcher
     from lernie_ref.substrate.registry import Registry
     from lernie_ref.substrate.spool import Spool
     from lernie_ref.substrate.workspace import Workspace
+
+class WriterParts(FrozenParts):
+    """The writer verbs' replaceable collaborators (R-STEP-10), production's by default:
+    ``publish``, the deposit's create-only publication (R-DEP-6), and ``probe``, the
+    probe-and-launch after it (R-PROBE-1)."""
+
+    __slots__ = ("probe", "publish")
+
+    if TYPE_CHECKING:
+        publish: Callable[[guarded.Dir, str, str], None]
+        probe: Callable[[str | Path, AgentId, Launcher], Actor[ProbeOutcome]]
+
+    def __init__(
+        self,
+        publish: Callable[[guarded.Dir, str, str], None] = link_new,
+        probe: Callable[
+            [str | Path, AgentId, Launcher], Actor[ProbeOutcome]
+        ] = writer_probe_actor,
+    ) -> None:
+        self._set("publish", publish)
+        self._set("probe", probe)
+
+
+WRITER_PARTS = WriterParts()
+"""Production's writer parts."""
+
+
+def writer_parts() -> WriterParts:
+    """The process default writer parts (production's unless a test build installed others
+    through ``lernie_ref.testing.parts_installed``); read once as a writer verb starts."""
+    return installed(WriterParts, WRITER_PARTS)
+
 
 MESSAGE_REASON = "a message is addressed to an existing agent, by id or unique name (R-ID-6)"
 DISPATCH_REASON = (
@@ -60,6 +95,7 @@ def message_actor(
     launcher: Launcher,
     clock: Clock,
     preflight: Callable[[AgentId], None] | None = None,
+    parts: WriterParts | None = None,
 ) -> Actor[ProbeOutcome]:
     """R-PROBE-4: id guard, name resolution, workspace and existence guards, deposit, probe.
 
@@ -68,6 +104,8 @@ def message_actor(
     ``sender`` is resolved by the caller (:func:`resolve_cli_sender`, or the calling
     agent's id for a tool).
     ``content`` is text, or a stream copied straight into the deposit (R-CLI-7).
+    ``parts``: the writer's collaborators (R-STEP-10; ``None``: the process default, read
+    once here), as for every writer verb.
 
     Points: the deposit's ``Point.DEPOSIT_LISTED``, ``Point.DEPOSIT_TEMP_WRITTEN``,
     ``Point.DEPOSIT_COLLIDED``, ``Point.DEPOSIT_PUBLISHED``, then the probe's
@@ -76,13 +114,14 @@ def message_actor(
     Always: ``Point.DEPOSIT_LISTED``, ``Point.DEPOSIT_TEMP_WRITTEN``,
     ``Point.DEPOSIT_PUBLISHED``.
     """
+    parts = writer_parts() if parts is None else parts
     if isinstance(content, str):
         _require_text("message content", content)
     target = ws.resolve_agent(agent, MESSAGE_REASON)
     if preflight is not None:
         preflight(target)
-    yield from deposit_actor(ws.root, target, sender, content, clock)
-    return (yield from writer_probe_actor(ws.root, target, launcher))
+    yield from deposit_actor(ws.root, target, sender, content, clock, parts.publish)
+    return (yield from parts.probe(ws.root, target, launcher))
 
 
 def _spooled(ws: Workspace, text: str | Stream, what: str) -> str | Spool:
@@ -103,7 +142,8 @@ def _found(
     held: str | Spool,
     launcher: Launcher,
     clock: Clock,
-    created: Callable[[AgentId], None] | None = None,
+    created: Callable[[AgentId], None] | None,
+    parts: WriterParts,
 ) -> Actor[AgentId]:
     """Create a new agent in one visible step and deposit ``held`` into its inbox from
     ``sender``, then probe it: the tail that a dispatch and a prompt share (R-PROBE-5,
@@ -135,7 +175,7 @@ def _found(
         if created is not None:
             created(aid)
         content = held if isinstance(held, str) else held.reader()
-        yield from deposit_actor(ws.root, aid, sender, content, clock)
+        yield from deposit_actor(ws.root, aid, sender, content, clock, parts.publish)
         ws.publish_agent(aid, creation)
         made = True
     finally:
@@ -151,7 +191,7 @@ def _found(
                     pass
             lock.release()
     yield Passed(Point.DISPATCH_CREATED, aid, creation)
-    yield from writer_probe_actor(ws.root, aid, launcher)
+    yield from parts.probe(ws.root, aid, launcher)
     return aid
 
 
@@ -163,6 +203,7 @@ def dispatch_actor(
     launcher: Launcher,
     clock: Clock,
     created: Callable[[AgentId], None] | None = None,
+    parts: WriterParts | None = None,
 ) -> Actor[AgentId]:
     """R-PROBE-6: fork a child of ``parent``, deposit ``goal`` as the parent's message, probe.
 
@@ -178,6 +219,7 @@ def dispatch_actor(
     ``Point.DEPOSIT_LISTED``, ``Point.DEPOSIT_TEMP_WRITTEN``, ``Point.DEPOSIT_PUBLISHED``,
     ``Point.DISPATCH_CREATED``.
     """
+    parts = writer_parts() if parts is None else parts
     if isinstance(goal, str):
         _require_text("goal", goal)
     target = ws.resolve_agent(parent, DISPATCH_REASON)
@@ -190,7 +232,7 @@ def dispatch_actor(
     return (
         yield from _found(
             ws, lambda: ws.mint_child(target, clock), prepare, target, held, launcher, clock,
-            created,
+            created, parts,
         )
     )
 
@@ -202,6 +244,7 @@ def prompt_actor(
     launcher: Launcher,
     clock: Clock,
     created: Callable[[AgentId], None] | None = None,
+    parts: WriterParts | None = None,
 ) -> Actor[AgentId]:
     """R-PROBE-5: mint a root, create its branch and worktree, deposit ``text`` as ``user``,
     probe. Returns the root id. ``name`` is its optional display name (R-ID-8).
@@ -216,6 +259,7 @@ def prompt_actor(
     ``Point.DEPOSIT_LISTED``, ``Point.DEPOSIT_TEMP_WRITTEN``, ``Point.DEPOSIT_PUBLISHED``,
     ``Point.DISPATCH_CREATED``.
     """
+    parts = writer_parts() if parts is None else parts
     if isinstance(text, str):
         _require_text("prompt text", text)
     ws.check_layout()
@@ -227,7 +271,7 @@ def prompt_actor(
 
     return (
         yield from _found(ws, lambda: ws.mint_root(clock), prepare, USER_SENDER, held, launcher,
-                          clock, created)
+                          clock, created, parts)
     )
 
 

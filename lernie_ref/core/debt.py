@@ -11,6 +11,12 @@ self-note ask nothing. An agent that has never answered always owes.
 Reply addressing (I-11: one address per terminal event). An obituary reports to
 the dispatcher; a reply answers the last prompter, if a reply is owed at all.
 
+The two decisions every reader of the debt shares (the hop's exit protocol and its
+lost-reply check, the sweep, ``status``, the reply faces) go through one
+:class:`DebtReading` (R-STEP-10): the terminal-response test (R-DEBT-2) and the debt
+(R-DEBT-4), with production's as the defaults; each reader is given the reading with
+its dependencies (:func:`reading` is the process default, read once when they are built).
+
 Every function here takes the transcript as entries newest first (the order
 R-DEBT-1 fixes) and reads an entry's bytes only when the rule looks at them, in
 the order it looks: a lazily supplied body means a decision over a long
@@ -22,24 +28,33 @@ here touches a file: the I/O layer lists ``messages/`` and hands the entries in.
 from __future__ import annotations
 
 __all__ = [
+    "READING",
+    "DebtReading",
     "asks_something",
     "is_terminal_response",
     "last_prompter",
     "owes_a_reply",
     "previous_terminal_seq",
+    "reading",
     "recipient",
 ]
 
-from collections.abc import Iterable
-
-from lernie_ref.core.entry import Entry, has_tool_use
+from lernie_ref.core import TYPE_CHECKING
+from lernie_ref.core.entry import has_tool_use
 from lernie_ref.core.frontmatter import own_result_ref, terminal_ref_of
 from lernie_ref.core.ids import parent_of
+from lernie_ref.core.parts import FrozenParts, installed
 from lernie_ref.core.vocab import TOOL_ORIGIN, USER_SENDER, Epitaph
 
-Entries = Iterable[Entry[object]]
-"""A transcript, newest first. :func:`recipient` iterates it twice, so pass a collection
-(or a re-iterable reader), not a one-shot iterator."""
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+    from lernie_ref.core.entry import Entry
+
+    Entries = Iterable[Entry[object]]
+    """A transcript, newest first. :func:`recipient` iterates it twice, so pass a
+    collection (or a re-iterable reader), not a one-shot iterator."""
+    Terminal = Callable[[Entry[object]], bool]
 
 
 def is_terminal_response(entry: Entry[object]) -> bool:
@@ -52,11 +67,13 @@ def is_terminal_response(entry: Entry[object]) -> bool:
     return not has_tool_use(entry.model_blocks())
 
 
-def previous_terminal_seq(entries: Entries) -> int | None:
+def previous_terminal_seq(
+    entries: Entries, terminal: Terminal = is_terminal_response
+) -> int | None:
     """R-DEBT-2: the sequence of the terminal response before this event's own (the newest)."""
     seen_own = False
     for entry in entries:
-        if not is_terminal_response(entry):
+        if not terminal(entry):
             continue
         if seen_own:
             return entry.seq
@@ -75,13 +92,15 @@ def asks_something(entry: Entry[object], agent_id: str) -> bool:
     return own_result_ref(agent_id, entry.origin, body) is not None
 
 
-def owes_a_reply(entries: Entries, agent_id: str) -> bool:
+def owes_a_reply(
+    entries: Entries, agent_id: str, terminal: Terminal = is_terminal_response
+) -> bool:
     """R-DEBT-4: never answered → owes; else owes iff something in the window asks.
 
     One pass from the newest entry to the previous terminal response (R-DEBT-2),
     reading the model entries on the way; the delivered entries passed are kept
     unread, then read newest first until one asks (R-DEBT-3). Nothing older than the
-    previous terminal response is read.
+    previous terminal response is read. ``terminal`` is the reading's R-DEBT-2 test.
     """
     passed: list[Entry[object]] = []
     previous: int | None = None
@@ -89,7 +108,7 @@ def owes_a_reply(entries: Entries, agent_id: str) -> bool:
     for entry in entries:
         if entry.delivered:
             passed.append(entry)
-        elif is_terminal_response(entry):
+        elif terminal(entry):
             if seen_own:
                 previous = entry.seq
                 break
@@ -117,18 +136,21 @@ def last_prompter(entries: Entries, agent_id: str) -> str | None:
     return None
 
 
-def recipient(entries: Entries, agent_id: str, epitaph: str) -> str | None:
+def recipient(
+    entries: Entries, agent_id: str, epitaph: str, debt: DebtReading | None = None
+) -> str | None:
     """Where this terminal event's result goes; ``None`` = no deposit, no revival.
 
     R-ADDR-1: an obituary goes to ``parent_of(id)`` without reading the transcript
     (``entries`` is not iterated, so an unreadable transcript cannot stop it).
     R-ADDR-3: a final response goes nowhere unless a reply is owed (R-DEBT-4); then
     to the last prompter (R-ADDR-2), nowhere if that is ``user``, and to
-    ``parent_of(id)`` when there is no prompter.
+    ``parent_of(id)`` when there is no prompter. The debt is ``debt``'s (production's
+    :data:`READING` when ``None``).
     """
     if str(epitaph) != Epitaph.FINAL_RESPONSE:
         return parent_of(agent_id)
-    if not owes_a_reply(entries, agent_id):
+    if not (debt or READING).owes_a_reply(entries, agent_id):
         return None
     prompter = last_prompter(entries, agent_id)
     if prompter == USER_SENDER:
@@ -136,3 +158,46 @@ def recipient(entries: Entries, agent_id: str, epitaph: str) -> str | None:
     if prompter is not None:
         return prompter
     return parent_of(agent_id)
+
+
+class DebtReading(FrozenParts):
+    """The reply-debt reading every reader of the debt shares (R-STEP-10): ``terminal``
+    (R-DEBT-2) and ``owes`` (R-DEBT-4, given the reading's ``terminal``), production's by
+    default."""
+
+    __slots__ = ("owes", "terminal")
+
+    if TYPE_CHECKING:
+        terminal: Terminal
+        owes: Callable[[Entries, str, Terminal], bool]
+
+    def __init__(
+        self,
+        terminal: Terminal = is_terminal_response,
+        owes: Callable[[Entries, str, Terminal], bool] = owes_a_reply,
+    ) -> None:
+        self._set("terminal", terminal)
+        self._set("owes", owes)
+
+    def is_terminal_response(self, entry: Entry[object]) -> bool:
+        """R-DEBT-2 as this reading has it."""
+        return self.terminal(entry)
+
+    def owes_a_reply(self, entries: Entries, agent_id: str) -> bool:
+        """R-DEBT-4 as this reading has it."""
+        return self.owes(entries, agent_id, self.terminal)
+
+    def recipient(self, entries: Entries, agent_id: str, epitaph: str) -> str | None:
+        """R-ADDR-1, R-ADDR-3 over this reading's debt (:func:`recipient`)."""
+        return recipient(entries, agent_id, epitaph, self)
+
+
+READING = DebtReading()
+"""Production's reading."""
+
+
+def reading() -> DebtReading:
+    """The process default reading: :data:`READING` unless a test build installed another
+    (``lernie_ref.testing.parts_installed``). Read once when a reader's dependencies are
+    built."""
+    return installed(DebtReading, READING)

@@ -18,6 +18,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from lernie_ref.actors.readings import mark_value, revivals_at, transcript_due
+from lernie_ref.core.debt import READING, DebtReading
+from lernie_ref.core.debt import reading as debt_reading
 from lernie_ref.core.entry import Entry as _Entry
 from lernie_ref.core.errors import LernieError
 from lernie_ref.core.frontmatter import split_frontmatter, terminal_ref_of
@@ -143,6 +145,7 @@ def last_epitaph(
     lookup: _Results,
     agent: AgentId,
     stopped: str | None = None,
+    reading: DebtReading = READING,
 ) -> str | None:
     """R-STATUS-3: the agent's latest terminal event as the disk records it.
 
@@ -150,11 +153,11 @@ def last_epitaph(
     else the budget mark at the tip → ``budget-exhausted``; else the stop mark at the tip
     → ``stopped`` (R-TERM-6; a root's stop leaves no result); else the epitaph of the
     result its returned mark points at (``stopped``, ``died``, … — the latest one
-    reported); else none.
+    reported); else none. What is a terminal response is ``reading``'s (R-STEP-10).
     """
     if entries:
         try:
-            if is_terminal_response(entries[0]):
+            if is_terminal_response(entries[0], reading):
                 return Epitaph.FINAL_RESPONSE.value
         except LernieError:
             pass
@@ -243,15 +246,17 @@ class _Background:
         return self._value
 
 
-def status(ws: Workspace) -> list[AgentStatus]:
+def status(ws: Workspace, reading: DebtReading | None = None) -> list[AgentStatus]:
     """R-STATUS-1: one row per registered agent, in registry order.
 
     Every tip and mark comes from one ``for-each-ref`` (names and object ids; a second
     one tells what the marks' objects are, only when there are marks), the lock table from
     one read of ``/proc/locks``, each transcript from one listing; a name from the
     worktree's ``name`` file, and from one ``cat-file`` for the agents whose file cannot
-    say (R-STATUS-1); the rest is read from the files.
+    say (R-STATUS-1); the rest is read from the files. ``reading``: the reply-debt reading
+    (R-STEP-10; ``None``: the process default, read once here).
     """
+    reading = debt_reading() if reading is None else reading
     # The lock table is read beside everything else: the kernel makes its first reader
     # in a process wait for a grace period (7-12 ms measured), time it sleeps rather
     # than works, so the ref read and the listings fill it. Which executors are live is
@@ -305,7 +310,7 @@ def status(ws: Workspace) -> list[AgentStatus]:
             condition = Condition.AT_REST
         own = entries.get(agent)
         tokens_in, tokens_out = token_usage(own or [])
-        epitaph = last_epitaph(own, tip, returned, budget, lookup, agent, stop_mark)
+        epitaph = last_epitaph(own, tip, returned, budget, lookup, agent, stop_mark, reading)
         # A stop leaves the same disk state as a death, but its mark (and, for a child, its
         # obituary) sits at the tip.
         stopped_at_tip = stop_mark == tip or (returned == tip and epitaph == Epitaph.STOPPED)

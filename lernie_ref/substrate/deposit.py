@@ -43,6 +43,7 @@ from lernie_ref.substrate import guarded
 from lernie_ref.substrate.guarded import write_all
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
     from typing import TypeVar
 
@@ -208,12 +209,24 @@ def copy_text(source: Stream, fd: int) -> int:
         total += len(chunk)
 
 
+def link_new(inbox: guarded.Dir, temp: str, final: str) -> None:
+    """R-DEP-6: publish ``temp`` as ``final`` with ``link(2)``, create-only: a taken name
+    raises ``FileExistsError`` and nothing is replaced."""
+    inbox.link(temp, final)
+
+
 def _publish_actor(
-    ws: P, recipient: AgentId, sender: str, body: bytes, stream: Stream | None = None
+    ws: P,
+    recipient: AgentId,
+    sender: str,
+    body: bytes,
+    stream: Stream | None = None,
+    publish: Callable[[guarded.Dir, str, str], None] = link_new,
 ) -> Actor[P]:
     """R-DEP-1, R-DEP-2, R-DEP-6, R-DEP-7: create-only, durable publication of ``body``
     (then ``stream``) from ``sender``. Every name is reached through
-    :mod:`~lernie_ref.substrate.guarded` (R-WS-7)."""
+    :mod:`~lernie_ref.substrate.guarded` (R-WS-7); ``publish`` is the last step
+    (:func:`link_new`, or the writer's part, R-STEP-10)."""
     require_agent_id(sender)  # the sender is a path component too (R-WS-7)
     if sender.startswith(".") or "\n" in sender or "\r" in sender:
         raise NotASender(sender)  # R-ID-7, D-18: its mail would be invisible or forged
@@ -224,7 +237,9 @@ def _publish_actor(
     except OSError as exc:
         raise DepositError.io(directory, exc) from None
     with inbox:
-        name = yield from _publish_in(inbox, directory, recipient, sender, body, stream)
+        name = yield from _publish_in(
+            inbox, directory, recipient, sender, body, stream, publish
+        )
     return _join(ws, INBOX_DIR, recipient, name)
 
 
@@ -235,6 +250,7 @@ def _publish_in(
     sender: str,
     body: bytes,
     stream: Stream | None,
+    publish: Callable[[guarded.Dir, str, str], None],
 ) -> Actor[str]:
     try:
         names = inbox.listdir()
@@ -269,7 +285,7 @@ def _publish_in(
         while True:
             final = deposit_name(sender, seq)
             try:
-                inbox.link(temp, final)
+                publish(inbox, temp, final)
                 break
             except FileExistsError:
                 yield Passed(Point.DEPOSIT_COLLIDED, recipient, final)
@@ -296,12 +312,18 @@ def _unlink_quietly(inbox: guarded.Dir, name: str) -> None:
 
 
 def deposit_actor(
-    ws: P, agent_id: AgentId, sender: str, content: str | Stream, clock: Clock
+    ws: P,
+    agent_id: AgentId,
+    sender: str,
+    content: str | Stream,
+    clock: Clock,
+    publish: Callable[[guarded.Dir, str, str], None] = link_new,
 ) -> Actor[P]:
     """R-DEP-4: deposit a plain message from ``sender`` into ``agent_id``'s inbox.
 
     ``content`` is text, or a :class:`Stream` copied in pieces after the head (R-CLI-7).
     Returns the published path; a taken name moves it to the next number (R-DEP-6).
+    ``publish``: the writer's part that makes the name (R-STEP-10; :func:`link_new`).
 
     Points: ``Point.DEPOSIT_LISTED``, ``Point.DEPOSIT_TEMP_WRITTEN``,
     ``Point.DEPOSIT_COLLIDED`` (once per taken name), ``Point.DEPOSIT_PUBLISHED``.
@@ -311,9 +333,9 @@ def deposit_actor(
     iso = iso_stamp(clock.now_ns())
     if isinstance(content, str):
         body = render_plain(sender, iso, content)
-        return (yield from _publish_actor(ws, agent_id, sender, body))
+        return (yield from _publish_actor(ws, agent_id, sender, body, None, publish))
     head = render_plain(sender, iso, "")
-    return (yield from _publish_actor(ws, agent_id, sender, head, content))
+    return (yield from _publish_actor(ws, agent_id, sender, head, content, publish))
 
 
 def deposit(ws: P, agent_id: AgentId, sender: str, content: str | Stream, clock: Clock) -> P:

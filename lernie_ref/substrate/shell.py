@@ -125,6 +125,15 @@ def _exited(pid: int) -> bool:
     return info is not None
 
 
+def end_call(pid: int, ws_root: str | Path, agent_id: str) -> None:
+    """R-TOOL-4: kill what a call started: the shell's process group (its leader ``pid``
+    not reaped yet, so the group id still names it) and every process carrying the
+    call's marks."""
+    with contextlib.suppress(OSError):
+        os.killpg(pid, signal.SIGKILL)
+    kill_marked(ws_root, agent_id)
+
+
 def run_shell(
     command: str,
     cwd: Path,
@@ -136,9 +145,11 @@ def run_shell(
     ws_root: str | Path,
     agent_id: str,
     clock: Callable[[], float] = time.monotonic,
+    end: Callable[[int, str | Path, str], None] = end_call,
 ) -> ShellOutcome:
     """Run ``command`` with ``sh -c`` (see the module text); raises ``OSError`` when the
-    shell cannot start."""
+    shell cannot start. ``end`` kills what the call started, whichever way it ended (the
+    tools' part, R-STEP-10; :func:`end_call` by default)."""
     proc = subprocess.Popen(
         ["/bin/sh", "-c", command],
         stdin=subprocess.DEVNULL,
@@ -194,10 +205,7 @@ def run_shell(
             else:
                 time.sleep(min(_POLL_S, left))
     finally:
-        # the leader is not reaped yet, so its group id still names this group
-        with contextlib.suppress(OSError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        kill_marked(ws_root, agent_id)
+        end(proc.pid, ws_root, agent_id)  # the leader is not reaped yet
         proc.wait()
         drain_until = clock() + _DRAIN_S
         while selector.get_map() and clock() < drain_until:

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from lernie_ref.core import debt
 from lernie_ref.core.actor import Actor, Passed
+from lernie_ref.core.debt import DebtReading
 from lernie_ref.core.entry import Block, Entry, render_model_entry, render_tool_entry
 from lernie_ref.core.errors import (
     GitOpError,
@@ -197,17 +198,19 @@ def with_body(entry: Entry[Path]) -> Entry[Path]:
     return _disk_entry(entry.path, entry.seq, entry.origin, entry.delivered)
 
 
-def is_terminal_response(entry: Entry[Path]) -> bool:
+def is_terminal_response(entry: Entry[Path], reading: DebtReading = debt.READING) -> bool:
     """R-DEBT-2 on an entry read from disk: a non-``tool`` model entry whose blocks declare
-    no ``tool_use``."""
-    return debt.is_terminal_response(with_body(entry))
+    no ``tool_use`` (as ``reading`` has it, R-STEP-10)."""
+    return reading.is_terminal_response(with_body(entry))
 
 
-def recipient(worktree: Path, agent_id: str, epitaph: str) -> AgentId | None:
+def recipient(
+    worktree: Path, agent_id: str, epitaph: str, reading: DebtReading = debt.READING
+) -> AgentId | None:
     """R-ADDR-1, R-ADDR-3: where a terminal event of the agent whose worktree is
     ``worktree`` sends its result; ``None`` = no deposit. Read from the transcript, so
-    guarded here, where it enters (R-ID-9)."""
-    to = debt.recipient(entries(worktree), agent_id, epitaph)
+    guarded here, where it enters (R-ID-9); the debt is ``reading``'s (R-STEP-10)."""
+    to = reading.recipient(entries(worktree), agent_id, epitaph)
     return None if to is None else require_agent_id(to)
 
 

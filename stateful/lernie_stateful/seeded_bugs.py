@@ -1,74 +1,61 @@
 """Seeded bugs on the implementation, for `lernie-check bugs`.
 
-Each bug is a context manager that puts one plausible mistake into the real code
-for the duration of a run; nothing in ``lernie_ref`` knows about them. Where the
-mistake is in a collaborator a hop calls through its parts (R-STEP-10), the bug is a
-``HopParts`` with that one part replaced, installed through the test kit's seam
-(:func:`lernie_ref.testing.parts_installed`); the rest (:data:`PATCHED`) still patch
-the name the code calls through (monkeypatch style), because their collaborator is
-shared by readers outside the hop (the sweep, ``status``, the reply face, the
-writer) or is a method of a substrate class. The first group repeats the model's
-historic variants (``lernie_spec.variants``) on the code; the rest are
-implementation mistakes the model cannot make.
+Each bug is a context manager that puts one plausible mistake into the real code for
+the duration of a run; nothing in ``lernie_ref`` knows about them, and no name of it is
+patched. Every bug is a parts object (R-STEP-10) with one collaborator replaced,
+installed through the test kit's seam (:func:`lernie_ref.testing.parts_installed`) as the
+process default of its kind, so every actor whose dependencies are built during the run
+calls it: the hop's ``HopParts``, the writer verbs' ``WriterParts``, the sweep's
+``SweepParts``, the work tools' ``ToolParts``, and the reply-debt reading
+``DebtReading`` that the hop, the sweep, ``status`` and the reply faces share. The first
+group repeats the model's historic variants (``lernie_spec.variants``) on the code; the
+rest are implementation mistakes the model cannot make.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
-from collections.abc import Callable, Iterator, Sequence
+import signal
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import lernie_ref.actors.drain as drain_module
-import lernie_ref.actors.sweep as sweep_module
-import lernie_ref.actors.tools as tools
-import lernie_ref.actors.writer as writer
-import lernie_ref.core.debt as debt
-import lernie_ref.reply_debt as reply_debt
-import lernie_ref.substrate.guarded as guarded
-import lernie_ref.substrate.shell as shell_module
+from lernie_ref.actors.tools import TOOL_PARTS, ToolContext, ToolOutcome
 from lernie_ref.core.actor import Actor, Passed
+from lernie_ref.core.debt import DebtReading
 from lernie_ref.core.ids import AgentId, parent_of
 from lernie_ref.core.vocab import MESSAGES_DIR, TOOL_ORIGIN, Epitaph, MarkKind, Point
 from lernie_ref.substrate.gitrun import GitResult, GitRunner
-from lernie_ref.substrate.lock import ExecutorLock
+from lernie_ref.substrate.guarded import Dir
+from lernie_ref.substrate.lock import ExecutorLock, try_acquire_present
+from lernie_ref.substrate.transcript import read_entries, with_body
 from lernie_ref.substrate.workspace import Workspace
-from lernie_ref.testing import HopParts, parts_installed
+from lernie_ref.testing import (
+    HopParts,
+    SweepParts,
+    ToolParts,
+    WriterParts,
+    parts_installed,
+)
+from lernie_ref.testing import Parts as _Parts
 
-drain: Any = drain_module  # its helpers, read (not patched) by the bugs' deliveries
-sweep: Any = sweep_module
-shell: Any = shell_module
-
-
-@contextlib.contextmanager
-def _patched(target: object, name: str, value: object) -> Iterator[None]:
-    old = getattr(target, name)
-    setattr(target, name, value)
-    try:
-        yield
-    finally:
-        setattr(target, name, old)
+drain: Any = drain_module  # its helpers, read (not replaced) by the bugs' deliveries
 
 
-def _part(**replaced: Any) -> Callable[[], contextlib.AbstractContextManager[object]]:
-    """A bug as production's hop parts with ``replaced`` swapped in, through the seam."""
+def _installed(parts: _Parts) -> Callable[[], contextlib.AbstractContextManager[object]]:
+    """A bug as ``parts`` (production's with one collaborator replaced), through the seam."""
 
     def apply() -> contextlib.AbstractContextManager[object]:
-        return parts_installed(dataclasses.replace(HopParts(), **replaced))
+        return parts_installed(parts)
 
     return apply
 
 
-@contextlib.contextmanager
-def _patched_item(target: dict[str, Any], key: str, value: object) -> Iterator[None]:
-    old = target[key]
-    target[key] = value
-    try:
-        yield
-    finally:
-        target[key] = old
+def _part(**replaced: Any) -> Callable[[], contextlib.AbstractContextManager[object]]:
+    """A bug as production's hop parts with ``replaced`` swapped in."""
+    return _installed(HopParts(**replaced))
 
 
 class Bug(NamedTuple):
@@ -83,25 +70,28 @@ def _none_actor(*_: object, **__: object) -> Actor[None]:
     yield  # pragma: no cover - makes this a generator
 
 
-def _replacing_link(self: Any, src: str, dst: str) -> None:
-    """``link`` that replaces a taken name instead of failing with ``EEXIST``."""
+_NO_PROBE: Any = _none_actor
+"""A writer's probe that probes nothing and reports nothing (as a missing call would)."""
+
+
+def _replacing_link(inbox: Dir, src: str, dst: str) -> None:
+    """Publication that replaces a taken name instead of failing with ``EEXIST``
+    (upstream's old write-in-place)."""
     with contextlib.suppress(FileNotFoundError):
-        self.unlink(dst)
-    os.link(src, dst, src_dir_fd=self.fd, dst_dir_fd=self.fd, follow_symlinks=False)
+        inbox.unlink(dst)
+    os.link(src, dst, src_dir_fd=inbox.fd, dst_dir_fd=inbox.fd, follow_symlinks=False)
 
 
-def _overwriting() -> contextlib.AbstractContextManager[None]:
-    """Publication replaces a deposit of the same name (upstream's old write-in-place)."""
-    return _patched(guarded.Dir, "link", _replacing_link)
-
-
-def _parent_recipient(worktree: Any, agent_id: str, epitaph: str) -> str | None:
+def _parent_recipient(
+    worktree: Path, agent_id: str, epitaph: str, reading: DebtReading
+) -> AgentId | None:
     """R-ADDR as upstream had it: a reply goes to the parent, not the last prompter."""
+    parent = parent_of(agent_id)
     if str(epitaph) != Epitaph.FINAL_RESPONSE:
-        return parent_of(agent_id)
-    if not reply_debt.owes_a_reply(reply_debt.read_entries(worktree), agent_id):
+        return None if parent is None else AgentId(parent)
+    if not reading.owes_a_reply([with_body(e) for e in read_entries(worktree)], agent_id):
         return None
-    return parent_of(agent_id)
+    return None if parent is None else AgentId(parent)
 
 
 def _unlinking_deliver(worktree: Any, agent_id: str, item: Any, git: Any) -> Actor[str]:
@@ -144,30 +134,25 @@ def _leaky_release(lock: ExecutorLock) -> None:
     lock._fd = None
 
 
-def _tool_closes_window() -> contextlib.AbstractContextManager[None]:
-    def terminal(entry: Any) -> bool:
-        return not entry.delivered and entry.origin != TOOL_ORIGIN
-
-    return _patched(debt, "is_terminal_response", terminal)
+def _tool_step_terminal(entry: Any) -> bool:
+    """R-DEBT-2 without the ``tool_use`` test: any non-tool model entry is terminal."""
+    return not entry.delivered and entry.origin != TOOL_ORIGIN
 
 
-def _sweep_ignores_lock() -> contextlib.AbstractContextManager[None]:
-    real = sweep.try_acquire_present
+class _Unheld:
+    """A descriptor of the inbox with no lock on it, taken for the held lock."""
 
-    class Unheld:
-        """A descriptor of the inbox with no lock on it, taken for the held lock."""
+    def __init__(self, inbox: Any) -> None:
+        self.fd = os.open(os.fspath(inbox), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
 
-        def __init__(self, inbox: Any) -> None:
-            self.fd = os.open(os.fspath(inbox), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    def release(self) -> None:
+        os.close(self.fd)
 
-        def release(self) -> None:
-            os.close(self.fd)
 
-    def try_acquire_present(inbox: Any) -> Any:
-        present, lock = real(inbox)
-        return present, (lock or Unheld(inbox)) if present else None
-
-    return _patched(sweep, "try_acquire_present", try_acquire_present)
+def _acquire_ignoring_holders(inbox: Any) -> tuple[bool, Any]:
+    """The sweep's lock try that takes a held lock for a free one."""
+    present, lock = try_acquire_present(inbox)
+    return present, (lock or _Unheld(inbox)) if present else None
 
 
 def _skip_mark(kind: str) -> Callable[[], contextlib.AbstractContextManager[object]]:
@@ -181,64 +166,47 @@ def _skip_mark(kind: str) -> Callable[[], contextlib.AbstractContextManager[obje
 _OPERATION = ("*** Add File:", "*** Delete File:", "*** Update File:")
 
 
-def _patch_writes_as_it_goes() -> contextlib.AbstractContextManager[None]:
-    """``apply_patch`` applies (and writes) each operation of an envelope before it has
-    checked the next: an envelope that fails half way leaves its first half written."""
-    real = tools.TOOLS["apply_patch"]
-
-    def apply_patch(raw: object, ctx: Any) -> Any:
-        text = raw.get("input") if isinstance(raw, dict) else None
-        if not isinstance(text, str):
-            return real(raw, ctx)
-        sections: list[list[str]] = []
-        for line in text.splitlines():
-            if line.startswith(_OPERATION):
-                sections.append([line])
-            elif sections and not line.startswith("*** End Patch"):
-                sections[-1].append(line)
-        if len(sections) < 2:
-            return real(raw, ctx)
-        done = []
-        for section in sections:
-            one = "\n".join(["*** Begin Patch", *section, "*** End Patch"]) + "\n"
-            outcome = real({"input": one}, ctx)  # raises at the first failing operation
-            done.append(outcome.text)
-        return tools.ToolOutcome("\n".join(done), False)
-
-    return _patched_item(tools.TOOLS, "apply_patch", apply_patch)
+def _patch_as_it_goes(raw: object, ctx: ToolContext) -> ToolOutcome:
+    """``apply_patch`` that applies (and writes) each operation of an envelope before it
+    has checked the next: an envelope that fails half way leaves its first half written."""
+    real = TOOL_PARTS.apply_patch
+    text = raw.get("input") if isinstance(raw, dict) else None
+    if not isinstance(text, str):
+        return real(raw, ctx)
+    sections: list[list[str]] = []
+    for line in text.splitlines():
+        if line.startswith(_OPERATION):
+            sections.append([line])
+        elif sections and not line.startswith("*** End Patch"):
+            sections[-1].append(line)
+    if len(sections) < 2:
+        return real(raw, ctx)
+    done = []
+    for section in sections:
+        one = "\n".join(["*** Begin Patch", *section, "*** End Patch"]) + "\n"
+        outcome = real({"input": one}, ctx)  # raises at the first failing operation
+        done.append(outcome.text)
+    return ToolOutcome("\n".join(done), False)
 
 
-class _KillsTheShellOnly:
-    """``os`` as the shell module sees it, with ``killpg`` reaching the leader only."""
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(os, name)
-
-    @staticmethod
-    def killpg(pgid: int, sig: int) -> None:
-        os.kill(pgid, sig)
-
-
-@contextlib.contextmanager
-def _timeout_kills_the_shell() -> Iterator[None]:
+def _kill_the_shell_only(pid: int, ws_root: str | Path, agent_id: str) -> None:
     """A ``bash`` call that ends kills the shell, not its process group or the processes
     carrying its marks: a background job outlives the call."""
-    with _patched(shell, "os", _KillsTheShellOnly()), \
-            _patched(shell, "kill_marked", lambda *a, **k: []):
-        yield
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGKILL)
 
 
 BUGS: tuple[Bug, ...] = (
     Bug("no-release-rule", "a release never completes a writer's launch (R-REL-1)",
         "bl-9c8f-no-release-rule", _part(owed_launch=lambda *a: False)),
     Bug("no-reply-debt", "every final response owes a reply (R-DEBT-4)",
-        "bl-82d8-no-reply-debt", lambda: _patched(debt, "owes_a_reply", lambda *a: True)),
+        "bl-82d8-no-reply-debt", _installed(DebtReading(owes=lambda *a: True))),
     Bug("reply-to-parent", "a reply goes to the parent, not the last prompter (R-ADDR-3)",
         "bl-a96a-reply-to-parent", _part(recipient=_parent_recipient)),
     Bug("no-recipient-revival", "the exit protocol never probes the recipient (R-TERM-2 (4))",
         "bl-4a6c-no-recipient-revival", _part(recipient_probe=_none_actor)),
     Bug("overwriting-deposit", "publication replaces a deposit of the same name (R-DEP-6)",
-        "overwriting-deposit", _overwriting),
+        "overwriting-deposit", _installed(WriterParts(publish=_replacing_link))),
     Bug("no-stray-recovery", "the drain never commits a crashed delivery (R-DRAIN-2)",
         "no-stray-recovery", _part(recover_strays=lambda *a: False)),
     Bug("no-crash-settlement", "a crashed tool window is never settled (R-STEP-2)", "",
@@ -250,11 +218,11 @@ BUGS: tuple[Bug, ...] = (
     Bug("lock-leaked-at-release", "a release forgets the descriptor (R-LOCK-2)", "",
         _part(release_lock=_leaky_release)),
     Bug("tool-step-closes-debt-window", "a tool-calling model entry counts as a terminal "
-        "response (R-DEBT-2)", "", _tool_closes_window),
+        "response (R-DEBT-2)", "", _installed(DebtReading(terminal=_tool_step_terminal))),
     Bug("sweep-ignores-lock", "the sweep assesses agents whose lock is held (R-SCAN-6)", "",
-        _sweep_ignores_lock),
+        _installed(SweepParts(acquire=_acquire_ignoring_holders))),
     Bug("writer-never-probes", "a writer deposits and launches nobody (R-PROBE-1)", "",
-        lambda: _patched(writer, "writer_probe_actor", _none_actor)),
+        _installed(WriterParts(probe=_NO_PROBE))),
     Bug("stop-not-marked", "a stopped exit leaves no stopped mark (R-TERM-6)", "",
         _skip_mark(MarkKind.STOPPED.value)),
     Bug("budget-not-marked", "a budget exhaustion leaves no mark (R-TERM-4)", "",
@@ -262,21 +230,15 @@ BUGS: tuple[Bug, ...] = (
     Bug("delivery-never-committed", "a delivered entry is renamed but never committed "
         "(R-TR-3)", "", _part(deliver_actor=_uncommitted_deliver)),
     Bug("patch-writes-before-checking", "apply_patch writes each operation before it has "
-        "checked the next (R-TOOL-5)", "", _patch_writes_as_it_goes),
+        "checked the next (R-TOOL-5)", "", _installed(ToolParts(apply_patch=_patch_as_it_goes))),
 )
 
 PLANTED: tuple[Bug, ...] = (
     Bug("bash-kills-the-shell-only", "a bash call's end kills the shell, not its group "
-        "(R-TOOL-4)", "", _timeout_kills_the_shell),
+        "(R-TOOL-4)", "", _installed(ToolParts(end_call=_kill_the_shell_only))),
 )
 """Bugs the hand-played tests plant (``--only`` runs them too) that the CI call of
 ``lernie-check bugs`` leaves out: its budget does not catch them reliably yet."""
 
 BY_NAME = {b.name: b for b in (*BUGS, *PLANTED)}
 
-PATCHED = frozenset({
-    "no-reply-debt", "overwriting-deposit", "tool-step-closes-debt-window",
-    "sweep-ignores-lock", "writer-never-probes", "patch-writes-before-checking",
-    "bash-kills-the-shell-only",
-})
-"""The bugs still applied by patching a name (see the module's docstring)."""

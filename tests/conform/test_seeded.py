@@ -85,8 +85,8 @@ def test_every_seeded_bug_is_listed_with_cases_that_exist() -> None:
 
 
 def test_a_seeded_build_is_the_reference_with_one_bug_in_every_process(tmp_path: Path) -> None:
-    """The build's interpreter runs the bug (through the hop's parts, R-STEP-10, or a
-    patched name); the kit's own does not."""
+    """The build's interpreter runs the bug, installed through the parts seam (R-STEP-10);
+    the kit's own does not."""
     adapter = load(str(build("no-release-rule", tmp_path)))
     env = adapter.env({}, {"PATH": "/usr/bin:/bin"})
     probe = ("from lernie_ref.actors.parts import installed_parts; "
@@ -96,13 +96,16 @@ def test_a_seeded_build_is_the_reference_with_one_bug_in_every_process(tmp_path:
     assert out == "False\n"
     assert adapter.name == "lernie with seeded bug no-release-rule"
     from lernie_ref.actors.parts import PRODUCTION, installed_parts
+    from lernie_ref.actors.sweep import SWEEP_PARTS, sweep_parts
 
     assert installed_parts() is PRODUCTION
-    patched = build("sweep-ignores-lock", tmp_path)
-    probe = "import lernie_ref.actors.sweep as s; print(s.try_acquire_present.__module__)"
-    out = subprocess.run([sys.executable, "-c", probe], env=load(str(patched)).env(
+    sweep_bug = build("sweep-ignores-lock", tmp_path)
+    probe = ("from lernie_ref.actors.sweep import SWEEP_PARTS, sweep_parts; "
+             "print(sweep_parts() is SWEEP_PARTS, sweep_parts().acquire.__module__)")
+    out = subprocess.run([sys.executable, "-c", probe], env=load(str(sweep_bug)).env(
         {}, {"PATH": "/usr/bin:/bin"}), capture_output=True, text=True, check=True).stdout
-    assert out == "lernie_stateful.seeded_bugs\n"
+    assert out == "False lernie_stateful.seeded_bugs\n"
+    assert sweep_parts() is SWEEP_PARTS
 
 
 @pytest.mark.parametrize("bug", CI_BUGS)

@@ -9,7 +9,8 @@
 
 Everything runs the production actors over real files, real git and real flock;
 only the launcher records instead of spawning, so the test decides when each
-launched hop runs. Seeded historic bugs are monkeypatches of the deciding function.
+launched hop runs. Seeded historic bugs are hop parts (or a debt reading) with the deciding
+function replaced, installed through `lernie_ref.testing.parts_installed` (R-STEP-10).
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ from collections.abc import Callable
 
 import pytest
 
-from lernie_ref.actors import release
 from lernie_ref.actors.hop import Outcome, hop_actor
-from lernie_ref.core import debt
+from lernie_ref.actors.parts import PRODUCTION
 from lernie_ref.core.actor import run
 from lernie_ref.core.clock import SystemClock
+from lernie_ref.core.debt import DebtReading
 from lernie_ref.core.stepper import Stepper
 from lernie_ref.core.vocab import Point
 from lernie_ref.inbox import (
@@ -34,7 +35,7 @@ from lernie_ref.inbox import (
     probe_actor,
 )
 from lernie_ref.substrate.workspace import Workspace
-from lernie_ref.testing import Inline
+from lernie_ref.testing import HopParts, Inline, parts_installed
 from tests.support.readers import (
     entries,
     inbox_names,
@@ -43,6 +44,9 @@ from tests.support.readers import (
     subjects,
     worktree_clean,
 )
+
+NO_RELEASE_RULE = HopParts(owed_launch=lambda listing, seen: False)
+"""The seeded historic bug bl-9c8f through the hop's parts (R-STEP-10)."""
 
 
 def _quiet_root(ws: Workspace, inline: Inline) -> str:
@@ -81,12 +85,10 @@ def test_r_rel_1_lost_wakeup_deposit_racing_the_release_is_launched_and_delivere
     assert delivered[-1].text.endswith("late news")
 
 
-def test_r_rel_1_without_the_release_rule_the_racing_deposit_is_stranded(
-    ws: Workspace, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_r_rel_1_without_the_release_rule_the_racing_deposit_is_stranded(ws: Workspace) -> None:
     """The seeded historic bug bl-9c8f: a release that does not re-read strands the deposit."""
-    monkeypatch.setattr(release, "owed_launch", lambda listing, seen: False)
-    inline = Inline(ws)
+    with parts_installed(NO_RELEASE_RULE):
+        inline = Inline(ws)
     root = _quiet_root(ws, inline)
     _race_deposit_between_last_read_and_release(ws, inline, root)
     assert inline.launcher.launches == []
@@ -130,12 +132,10 @@ def test_i_13_two_agents_messaging_each_other_reach_quiescence(ws: Workspace) ->
     assert len(sent) == 2
 
 
-def test_i_13_without_the_reply_debt_the_exchange_never_ends(
-    ws: Workspace, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_i_13_without_the_reply_debt_the_exchange_never_ends(ws: Workspace) -> None:
     """The seeded historic bug bl-82d8 (lernie before the debt): every reply is owed."""
-    monkeypatch.setattr(debt, "owes_a_reply", lambda entries, agent_id: True)
-    inline = Inline(ws)
+    with parts_installed(DebtReading(owes=lambda *_: True)):
+        inline = Inline(ws)
     settled, a, b = _two_agent_exchange(ws, inline, max_hops=60)
     assert not settled
     assert len(entries(ws, a)) + len(entries(ws, b)) > 20
@@ -260,12 +260,11 @@ def test_r_lock_3_in_process_baton_keeps_the_lease_between_hops(ws: Workspace) -
 
 @pytest.mark.parametrize("rule", ["on", "patched-out"])
 def test_r_rel_1_a_stopping_driver_completes_the_launch_of_mail_that_raced_it(
-    ws: Workspace, monkeypatch: pytest.MonkeyPatch, rule: str
+    ws: Workspace, rule: str
 ) -> None:
     """Pin 2 forbids the stopped driver's own launches; only the release rule may wake it."""
-    if rule == "patched-out":
-        monkeypatch.setattr(release, "owed_launch", lambda listing, seen: False)
-    inline = Inline(ws)
+    with parts_installed(NO_RELEASE_RULE if rule == "patched-out" else PRODUCTION):
+        inline = Inline(ws)
     root = cli_prompt(ws, "first", "", inline.launcher)
     inline.launcher.launches.clear()
     hop = Stepper(hop_actor(ws, root, {}, inline.deps))
@@ -332,10 +331,10 @@ def test_i_5_i_7_a_writer_at_every_point_of_a_hop_is_delivered_exactly_once(
 
 
 def test_i_7_without_the_release_rule_some_point_of_a_hop_strands_the_writer(
-    make_ws: Callable[..., Workspace], monkeypatch: pytest.MonkeyPatch
+    make_ws: Callable[..., Workspace],
 ) -> None:
     """bl-9c8f on the pin-1 path: cut after the drain's one read, before the release."""
-    monkeypatch.setattr(release, "owed_launch", lambda listing, seen: False)
-    outcomes = _writer_at_every_hop_point(make_ws, "hello", quiet=True)
+    with parts_installed(NO_RELEASE_RULE):
+        outcomes = _writer_at_every_hop_point(make_ws, "hello", quiet=True)
     stranded = [point for k, point, left, late in outcomes if left == ["user-001.md"]]
     assert stranded == [Point.DRAIN_LISTED, Point.HOP_WARRANT], outcomes

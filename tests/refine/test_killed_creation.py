@@ -73,7 +73,7 @@ def test_r_probe_6_a_child_branch_made_before_its_commit_diverges(
 def test_r_scan_12_a_scan_that_leaves_the_remains_diverges(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def keep(ws: Workspace, registry: frozenset[str], report: object) -> Iterator[object]:
+    def keep(run: object) -> Iterator[object]:
         return iter(())
 
     monkeypatch.setattr(sweep, "_abandoned", keep)

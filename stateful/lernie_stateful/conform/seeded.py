@@ -1,7 +1,8 @@
 """Seeded-bug builds: the reference with one catalogued bug, driven as another program.
 
-A build is a directory holding a ``sitecustomize.py`` that applies one bug of
-:mod:`lernie_stateful.seeded_bugs` when the interpreter starts, and an adapter
+A build is a directory holding a ``sitecustomize.py`` that installs one bug of
+:mod:`lernie_stateful.seeded_bugs` (a parts object, through
+``lernie_ref.testing.parts_installed``) when the interpreter starts, and an adapter
 file that puts that directory on ``PYTHONPATH`` for every command it runs. The
 detached drivers the CLI launches inherit the environment, so the whole tree of
 processes runs the bug; nothing in ``lernie_ref`` knows about it, and the kit
@@ -11,7 +12,6 @@ sees only argv, exit codes, output and files, as with any other implementation.
 from __future__ import annotations
 
 import json
-import sys
 from importlib import resources
 from pathlib import Path
 
@@ -27,36 +27,15 @@ apply_for_life({name})
 _HELD: list[object] = []
 
 
-def _module_globals() -> dict[str, dict[str, object]]:
-    return {name: dict(vars(module)) for name, module in list(sys.modules.items())
-            if name == "lernie_ref" or name.startswith("lernie_ref.")}
-
-
 def apply_for_life(bug: str) -> None:
-    """Apply ``bug`` for the rest of this interpreter, as if it were written in the source.
-
-    The catalogue patches a function at one module's name. When that module is where the
-    function is defined, a module that imported it by name (``from m import f``) would
-    still call the original; a bug in the source reaches every importer, so the build
-    re-points those names too. A patch of a name a module imported from elsewhere stays
-    local to that module, as the catalogue means it.
-    """
+    """Apply ``bug`` for the rest of this interpreter: its parts object is installed as
+    the process default of its kind (R-STEP-10) before any actor is built, so every hop,
+    scan, writer and status of the process, and of the drivers it launches, runs it."""
     from lernie_stateful.seeded_bugs import BY_NAME
 
-    before = _module_globals()
-    patch = BY_NAME[bug].apply()
-    patch.__enter__()
-    _HELD.append(patch)  # a collected patch would undo itself
-    after = _module_globals()
-    for module, names in before.items():
-        for name, old in names.items():
-            new = after.get(module, {}).get(name, old)
-            if new is old or getattr(old, "__module__", None) != module:
-                continue
-            for other, values in after.items():
-                for key, value in values.items():
-                    if value is old and other != module:
-                        setattr(sys.modules[other], key, new)
+    installed = BY_NAME[bug].apply()
+    installed.__enter__()
+    _HELD.append(installed)  # a collected context would undo itself
 
 
 def bug_names() -> list[str]:

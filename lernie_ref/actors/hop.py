@@ -165,12 +165,12 @@ def hop_actor(
         raise
 
 
-def _settle_actor(ws: Workspace, agent_id: AgentId, ids: Sequence[str], text: str) -> Actor[None]:
+def _settle_actor(
+    ws: Workspace, agent_id: AgentId, ids: Sequence[str], text: str, deps: HopDeps
+) -> Actor[None]:
     if text == DIED_TEXT:
         # R-TOOL-7: the dead executor's tool processes die before their calls are settled
-        from lernie_ref.substrate import shell
-
-        killed = shell.kill_marked(ws.root, agent_id)
+        killed = deps.tools.kill_leftovers(ws.root, agent_id)
         if killed:
             notice(
                 f"killed {len(killed)} leftover tool process(es) of [{agent_id}] whose "
@@ -204,7 +204,7 @@ def _drive(ws: Workspace, agent_id: AgentId, lock: ExecutorLock, deps: HopDeps) 
                 f"settling a crashed tool window on [{agent_id}] — {len(open_ids)} unanswered "
                 "invocation(s) recorded as died (R-STEP-2, bl-4187)"
             )
-            yield from _settle_actor(ws, agent_id, open_ids, DIED_TEXT)
+            yield from _settle_actor(ws, agent_id, open_ids, DIED_TEXT, deps)
             yield Passed(Point.HOP_SETTLED, agent_id, str(len(open_ids)))
         # R-DRAIN-8: a final response whose reply never left goes out before the drain
         # delivers anything after it (then R-SCAN-9 could no longer see it).
@@ -373,7 +373,7 @@ def _step(
     for index, call in enumerate(calls):
         if deps.stop_requested():
             rest = [str(c["id"]) for c in calls[index:]]
-            yield from _settle_actor(ws, agent_id, rest, INTERRUPTED_TEXT)
+            yield from _settle_actor(ws, agent_id, rest, INTERRUPTED_TEXT, deps)
             return (yield from _conclude(ws, agent_id, Epitaph.STOPPED, lock, seen, deps))
         context = ToolContext(
             ws, agent_id, deps.launcher, deps.clock, deps.config, deps.stop_requested,

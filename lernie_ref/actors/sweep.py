@@ -128,15 +128,24 @@ def _record_revival(ws: Workspace, agent: AgentId, tip: str, count: int) -> None
         raise ScanError(f"record revival of {agent}: {io_text(exc)}") from None
 
 
-def _kill_tool_leftovers(ws: Workspace, agent: AgentId, listed: Transcript | None) -> None:
+def kill_marked(ws_root: str | Path, agent: str) -> list[int]:
+    """R-TOOL-7: kill the processes carrying ``agent``'s tool marks
+    (:func:`lernie_ref.substrate.shell.kill_marked`, loaded off the scan's light path,
+    R-CLI-5); the pids killed."""
+    from lernie_ref.substrate import shell
+
+    return shell.kill_marked(ws_root, agent)
+
+
+def _kill_tool_leftovers(
+    ws: Workspace, agent: AgentId, listed: Transcript | None, parts: SweepParts
+) -> None:
     """R-TOOL-7 under the sweep's hold: a dead executor's open tool window may have left
     its tool's processes running; they die now, before the revived hop settles the calls
     as ``died``."""
     if not unanswered_tail(history_of(load(ws.worktree(agent), listed))):
         return
-    from lernie_ref.substrate import shell  # off the scan's light path (R-CLI-5)
-
-    killed = shell.kill_marked(ws.root, agent)
+    killed = parts.kill_leftovers(ws.root, agent)
     if killed:
         notice(
             f"killed {len(killed)} leftover tool process(es) of [{agent}] whose executor "
@@ -163,20 +172,24 @@ def _revive(ws: Workspace, agent: AgentId, tip: str, report: ScanReport) -> bool
 class SweepParts(FrozenParts):
     """The sweep's replaceable collaborators (R-STEP-10), production's by default:
     ``acquire``, its non-blocking try of an agent's executor lock (R-SCAN-6: whether the
-    inbox is there, and the lock if it was free)."""
+    inbox is there, and the lock if it was free), and ``kill_leftovers``, the kill of a
+    dead executor's tool processes before its revival (R-TOOL-7)."""
 
-    __slots__ = ("acquire",)
+    __slots__ = ("acquire", "kill_leftovers")
 
     if TYPE_CHECKING:
         acquire: Callable[[str | Path | InboxAt], tuple[bool, ExecutorLock | None]]
+        kill_leftovers: Callable[[str | Path, str], list[int]]
 
     def __init__(
         self,
         acquire: Callable[
             [str | Path | InboxAt], tuple[bool, ExecutorLock | None]
         ] = try_acquire_present,
+        kill_leftovers: Callable[[str | Path, str], list[int]] = kill_marked,
     ) -> None:
         self._set("acquire", acquire)
+        self._set("kill_leftovers", kill_leftovers)
 
 
 SWEEP_PARTS = SweepParts()
@@ -366,7 +379,7 @@ def _died(hold: _Hold, refs: Refs, listed: Transcript) -> Actor[bool]:
     try:
         due = work_due(ws, agent, listed)
         if due:
-            _kill_tool_leftovers(ws, agent, listed)
+            _kill_tool_leftovers(ws, agent, listed, run.parts)
     except LernieError as exc:
         raise ScanError(f"read transcript of {agent}: {exc}") from None
     return due and _revive(ws, agent, tip, report)

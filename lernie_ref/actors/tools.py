@@ -63,6 +63,14 @@ def _end_call(pid: int, ws_root: str | Path, agent_id: str) -> None:
     shell.end_call(pid, ws_root, agent_id)
 
 
+def _kill_leftovers(ws_root: str | Path, agent_id: str) -> list[int]:
+    """Production's kill of a dead executor's tool processes
+    (:func:`lernie_ref.substrate.shell.kill_marked`)."""
+    from lernie_ref.substrate import shell
+
+    return shell.kill_marked(ws_root, agent_id)
+
+
 def tool_parts() -> ToolParts:
     """The process default tool parts (production's unless a test build installed others
     through ``lernie_ref.testing.parts_installed``); read once when a hop's dependencies
@@ -340,11 +348,14 @@ def _multi_tool(raw: object, ctx: ToolContext) -> ToolOutcome:
 @dataclass(frozen=True)
 class ToolParts:
     """The work tools' replaceable collaborators (R-STEP-10), production's by default:
-    ``apply_patch`` (R-TOOL-5: the tool itself, one envelope applied whole or not at all)
-    and ``end_call`` (R-TOOL-4: what kills a ``bash`` call's processes when it ends)."""
+    ``apply_patch`` (R-TOOL-5: the tool itself, one envelope applied whole or not at all),
+    ``end_call`` (R-TOOL-4: what kills a ``bash`` call's processes when it ends) and
+    ``kill_leftovers`` (R-TOOL-7: the hop's kill of a dead executor's tool processes
+    before it settles their calls)."""
 
     apply_patch: Callable[[object, ToolContext], ToolOutcome] = _apply_patch
     end_call: Callable[[int, str | Path, str], None] = _end_call
+    kill_leftovers: Callable[[str | Path, str], list[int]] = _kill_leftovers
 
 
 TOOL_PARTS = ToolParts()

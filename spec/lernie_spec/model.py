@@ -1614,4 +1614,5 @@ NOT_MODELLED: dict[str, str] = {
     "R-CLI-8": "CLI preflight of configuration and model: a check before any write",
     "R-CLI-9": "CLI exit statuses by error group: the edge's format, not a protocol step",
     "R-STEP-9": "which adapter a driver builds: the model call is a nondeterministic choice",
+    "R-STEP-10": "the parts an actor calls through: a test seam of the code, no protocol step",
 }

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -44,11 +44,16 @@ from lernie_ref.testing import Parts as _Parts
 drain: Any = drain_module  # its helpers, read (not replaced) by the bugs' deliveries
 
 
-def _installed(parts: _Parts) -> Callable[[], contextlib.AbstractContextManager[object]]:
-    """A bug as ``parts`` (production's with one collaborator replaced), through the seam."""
+def _installed(*parts: _Parts) -> Callable[[], contextlib.AbstractContextManager[object]]:
+    """A bug as ``parts`` (production's with one collaborator replaced; one per kind of
+    actor the mistake reaches), through the seam."""
 
-    def apply() -> contextlib.AbstractContextManager[object]:
-        return parts_installed(parts)
+    @contextlib.contextmanager
+    def apply() -> Iterator[object]:
+        with contextlib.ExitStack() as stack:
+            for one in parts:
+                stack.enter_context(parts_installed(one))
+            yield parts
 
     return apply
 
@@ -196,6 +201,12 @@ def _kill_the_shell_only(pid: int, ws_root: str | Path, agent_id: str) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
+def _kill_nothing(ws_root: str | Path, agent_id: str) -> list[int]:
+    """The marks never looked for: a dead executor's tool processes are left running
+    (by the hop's settlement and by the sweep alike, R-TOOL-7)."""
+    return []
+
+
 BUGS: tuple[Bug, ...] = (
     Bug("no-release-rule", "a release never completes a writer's launch (R-REL-1)",
         "bl-9c8f-no-release-rule", _part(owed_launch=lambda *a: False)),
@@ -235,7 +246,9 @@ BUGS: tuple[Bug, ...] = (
 
 PLANTED: tuple[Bug, ...] = (
     Bug("bash-kills-the-shell-only", "a bash call's end kills the shell, not its group "
-        "(R-TOOL-4)", "", _installed(ToolParts(end_call=_kill_the_shell_only))),
+        "(R-TOOL-4)", "", _installed(
+        ToolParts(end_call=_kill_the_shell_only, kill_leftovers=_kill_nothing),
+        SweepParts(kill_leftovers=_kill_nothing))),
 )
 """Bugs the hand-played tests plant (``--only`` runs them too) that the CI call of
 ``lernie-check bugs`` leaves out: its budget does not catch them reliably yet."""

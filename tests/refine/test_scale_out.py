@@ -37,7 +37,7 @@ CAMPAIGN_BUG = os.environ.get("LERNIE_REFINE_BUG", "")
 
 
 class Campaign(RefinementMachine):
-    """The refinement machine, with the seeded bug ``LERNIE_REFINE_BUG`` (if set) patched
+    """The refinement machine, with the seeded bug ``LERNIE_REFINE_BUG`` (if set) installed
     in for the life of each example."""
 
     def __init__(self) -> None:

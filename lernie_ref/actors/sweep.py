@@ -74,7 +74,8 @@ from lernie_ref.core.errors import (
     io_text,
 )
 from lernie_ref.core.ids import AgentId, as_agent_id, parent_of, require_agent_id
-from lernie_ref.core.parts import FrozenParts, installed
+from lernie_ref.core.parts import installed
+from lernie_ref.core.record import record
 from lernie_ref.core.sweep import (
     REVIVALS_FILE,
     REVIVE_LIMIT,
@@ -169,27 +170,17 @@ def _revive(ws: Workspace, agent: AgentId, tip: str, report: ScanReport) -> bool
 # --------------------------------------------------------------------- the pass
 
 
-class SweepParts(FrozenParts):
+@record(frozen=True)
+class SweepParts:
     """The sweep's replaceable collaborators (R-STEP-10), production's by default:
     ``acquire``, its non-blocking try of an agent's executor lock (R-SCAN-6: whether the
     inbox is there, and the lock if it was free), and ``kill_leftovers``, the kill of a
     dead executor's tool processes before its revival (R-TOOL-7)."""
 
-    __slots__ = ("acquire", "kill_leftovers")
-
-    if TYPE_CHECKING:
-        acquire: Callable[[str | Path | InboxAt], tuple[bool, ExecutorLock | None]]
-        kill_leftovers: Callable[[str | Path, str], list[int]]
-
-    def __init__(
-        self,
-        acquire: Callable[
-            [str | Path | InboxAt], tuple[bool, ExecutorLock | None]
-        ] = try_acquire_present,
-        kill_leftovers: Callable[[str | Path, str], list[int]] = kill_marked,
-    ) -> None:
-        self._set("acquire", acquire)
-        self._set("kill_leftovers", kill_leftovers)
+    acquire: Callable[[str | Path | InboxAt], tuple[bool, ExecutorLock | None]] = (
+        try_acquire_present
+    )
+    kill_leftovers: Callable[[str | Path, str], list[int]] = kill_marked
 
 
 SWEEP_PARTS = SweepParts()

@@ -17,7 +17,8 @@ from lernie_ref.core import TYPE_CHECKING
 from lernie_ref.core.actor import Passed, run
 from lernie_ref.core.errors import UsageError, WorkspaceError, debug_quote
 from lernie_ref.core.names import USER_SENDER, Point
-from lernie_ref.core.parts import FrozenParts, installed
+from lernie_ref.core.parts import installed
+from lernie_ref.core.record import record
 from lernie_ref.substrate.deposit import deposit_actor, link_new
 from lernie_ref.substrate.lock import try_acquire
 
@@ -35,26 +36,14 @@ if TYPE_CHECKING:
     from lernie_ref.substrate.spool import Spool
     from lernie_ref.substrate.workspace import Workspace
 
-class WriterParts(FrozenParts):
+@record(frozen=True)
+class WriterParts:
     """The writer verbs' replaceable collaborators (R-STEP-10), production's by default:
     ``publish``, the deposit's create-only publication (R-DEP-6), and ``probe``, the
     probe-and-launch after it (R-PROBE-1)."""
 
-    __slots__ = ("probe", "publish")
-
-    if TYPE_CHECKING:
-        publish: Callable[[guarded.Dir, str, str], None]
-        probe: Callable[[str | Path, AgentId, Launcher], Actor[ProbeOutcome]]
-
-    def __init__(
-        self,
-        publish: Callable[[guarded.Dir, str, str], None] = link_new,
-        probe: Callable[
-            [str | Path, AgentId, Launcher], Actor[ProbeOutcome]
-        ] = writer_probe_actor,
-    ) -> None:
-        self._set("publish", publish)
-        self._set("probe", probe)
+    publish: Callable[[guarded.Dir, str, str], None] = link_new
+    probe: Callable[[str | Path, AgentId, Launcher], Actor[ProbeOutcome]] = writer_probe_actor
 
 
 WRITER_PARTS = WriterParts()

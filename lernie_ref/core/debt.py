@@ -43,7 +43,8 @@ from lernie_ref.core import TYPE_CHECKING
 from lernie_ref.core.entry import has_tool_use
 from lernie_ref.core.frontmatter import own_result_ref, terminal_ref_of
 from lernie_ref.core.ids import parent_of
-from lernie_ref.core.parts import FrozenParts, installed
+from lernie_ref.core.parts import installed
+from lernie_ref.core.record import record
 from lernie_ref.core.vocab import TOOL_ORIGIN, USER_SENDER, Epitaph
 
 if TYPE_CHECKING:
@@ -160,24 +161,14 @@ def recipient(
     return parent_of(agent_id)
 
 
-class DebtReading(FrozenParts):
+@record(frozen=True)
+class DebtReading:
     """The reply-debt reading every reader of the debt shares (R-STEP-10): ``terminal``
     (R-DEBT-2) and ``owes`` (R-DEBT-4, given the reading's ``terminal``), production's by
     default."""
 
-    __slots__ = ("owes", "terminal")
-
-    if TYPE_CHECKING:
-        terminal: Terminal
-        owes: Callable[[Entries, str, Terminal], bool]
-
-    def __init__(
-        self,
-        terminal: Terminal = is_terminal_response,
-        owes: Callable[[Entries, str, Terminal], bool] = owes_a_reply,
-    ) -> None:
-        self._set("terminal", terminal)
-        self._set("owes", owes)
+    terminal: Terminal = is_terminal_response
+    owes: Callable[[Entries, str, Terminal], bool] = owes_a_reply
 
     def is_terminal_response(self, entry: Entry[object]) -> bool:
         """R-DEBT-2 as this reading has it."""

@@ -11,8 +11,8 @@ through :func:`lernie_ref.testing.parts_installed`, the only caller of :func:`in
 an actor reads it once, when its dependencies are built, never per call, and nothing
 reads a flag or the environment to choose it.
 
-Light on purpose: the writer and the sweep are on the paths R-CLI-5 keeps lean, so the
-frozen base is a slotted class, not a dataclass.
+The writer's, the sweep's and the debt reading's are on the paths R-CLI-5 keeps lean, so
+they are frozen records (:mod:`lernie_ref.core.record`), not dataclasses.
 """
 
 from __future__ import annotations
@@ -25,28 +25,6 @@ if TYPE_CHECKING:
     P = TypeVar("P")
 
 _INSTALLED: dict[type, list[object]] = {}
-
-
-class FrozenParts:
-    """A slotted object whose fields are set once, in ``__init__`` (through :meth:`_set`)."""
-
-    __slots__ = ()
-
-    def _set(self, name: str, value: object) -> None:
-        object.__setattr__(self, name, value)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"{type(self).__name__} is frozen: {name} cannot be set")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"{type(self).__name__} is frozen: {name} cannot be deleted")
-
-    def __repr__(self) -> str:
-        names: tuple[str, ...] = type(self).__slots__
-        shown = (
-            f"{n}={getattr(getattr(self, n), '__qualname__', getattr(self, n))}" for n in names
-        )
-        return f"{type(self).__name__}({', '.join(shown)})"
 
 
 def installed(kind: type[P], production: P) -> P:

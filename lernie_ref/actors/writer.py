@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from lernie_ref.substrate.spool import Spool
     from lernie_ref.substrate.workspace import Workspace
 
+
 @record(frozen=True)
 class WriterParts:
     """The writer verbs' replaceable collaborators (R-STEP-10), production's by default:

@@ -767,10 +767,14 @@ class RefinementMachine(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         # Hypothesis runs the teardown also when a rule raised (from a ``finally``): then
-        # that divergence is the verdict, and the liveness check is not run over it.
-        failed = isinstance(sys.exc_info()[1], Exception)
+        # that divergence is the verdict, and the liveness check is not run over it. Nor
+        # over an example Hypothesis abandoned (its control exception in flight, such as
+        # the ``StopTest`` of a program that ran out of room to draw): Hypothesis turns
+        # whatever the teardown raises then into that exception again and stores nothing,
+        # so a check there would run the world to its end for a verdict nobody gets.
+        ended_early = sys.exc_info()[1] is not None
         try:
-            if not failed:
+            if not ended_early:
                 self.world.run_all()
                 if self.world.graveyard:
                     self.world.scan()  # recovery after a crash is the sweep's job

@@ -71,7 +71,7 @@ _install()
 
 def lock_held(ws: Workspace, agent: str) -> bool:
     """Whether someone holds ``agent``'s executor lock (a try-lock of a fresh description)."""
-    fd = os.open(ws.inbox_dir(agent), os.O_RDONLY | os.O_DIRECTORY)
+    fd = os.open(ws.inbox_dir(require_agent_id(agent)), os.O_RDONLY | os.O_DIRECTORY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -87,6 +87,7 @@ def sigkill_at(ws: Workspace, agent: str, point: str, detail: str | None, hook: 
     unless ``None``), check it holds the executor lock there, SIGKILL it and reap it.
     ``hook`` is a directory that does not exist yet; ``PYTHONPATH`` is set while the
     driver starts and removed again."""
+    aid = require_agent_id(agent)  # a test's id enters here (R-ID-9)
     hook.mkdir()
     (hook / "sitecustomize.py").write_text(HOOK)
     (hook / "pause.json").write_text(json.dumps(
@@ -99,8 +100,7 @@ def sigkill_at(ws: Workspace, agent: str, point: str, detail: str | None, hook: 
     try:
         with monkeypatch.context() as env:
             env.setenv("PYTHONPATH", str(hook))
-            AdvanceLauncher([sys.executable, "-m", "lernie_ref"]).launch(
-                ws.root, require_agent_id(agent))
+            AdvanceLauncher([sys.executable, "-m", "lernie_ref"]).launch(ws.root, aid)
 
         def arrived() -> bool:
             nonlocal got
@@ -108,7 +108,7 @@ def sigkill_at(ws: Workspace, agent: str, point: str, detail: str | None, hook: 
                 got += os.read(reached, 200)
             return got.endswith(b"\n")
 
-        log = ws.driver_log(require_agent_id(agent))
+        log = ws.driver_log(aid)
         try:
             poll(arrived, f"the driver to reach {point}", timeout=60)
         except AssertionError:

@@ -6,8 +6,9 @@ driver) recovers the agent, and git shows where the call's work landed.
 - Killed between the result's rename and its commit: the next holder's stray recovery
   commits the result with the work under the result's own subject (R-DRAIN-2), as if no
   crash had happened.
-- Killed after the tool ran, before its result was written: the call is settled `died`
-  (R-STEP-2) and the work it left is committed with that result (R-TOOL-7, R-TOOL-8).
+- Killed after the tool ran, before its result was written, or in the middle of a `bash`
+  call that has done half its work: the call is settled `died` (R-STEP-2) and the work
+  it left is committed with that result (R-TOOL-7, R-TOOL-8).
 
 The audit reports the recovery upstream makes (the result committed alone under the
 recovery subject, its work left behind): the seeded bug `stray-result-without-its-work`.
@@ -16,6 +17,9 @@ recovery subject, its work left behind): the seeded bug `stray-result-without-it
 from __future__ import annotations
 
 import json
+import os
+import re
+import signal
 from pathlib import Path
 
 import pytest
@@ -24,9 +28,11 @@ from lernie_stateful.seeded_bugs import BY_NAME
 
 from lernie_ref.core.vocab import Point
 from lernie_ref.inbox import RecordingLauncher, cli_prompt
+from lernie_ref.substrate.shell import marked_pids
 from lernie_ref.substrate.workspace import Workspace
-from lernie_ref.testing import Inline
+from lernie_ref.testing import Inline, poll
 from tests.support.pause import sigkill_at
+from tests.support.processes import driver_pids, gone
 from tests.support.readers import entries, names, subjects
 from tests.support.runners import run_cli
 from tests.support.waits import wait_quiescent
@@ -119,3 +125,36 @@ def test_r_drain_2_the_audit_reports_a_result_recovered_without_its_work(
     (found,) = audit(ws.root).violations()
     assert found.rules == "R-DRAIN-2, R-TOOL-8"
     assert found.where[1:] == ("messages/003-tool.json",)
+
+
+HALF = "half\n@bash echo half > half.txt; : > {ready}; sleep 300\n"
+"""A `bash` call that writes a file, says so outside the worktree, then hangs."""
+
+
+def test_r_tool_8_a_bash_call_killed_in_its_middle_leaves_its_half_to_its_died_result(
+        ws: Workspace, tmp_path: Path) -> None:
+    config = ws.root / "lernie.toml"
+    tools = 'tools = ["message", "dispatch", "read_file", "cd", "apply_patch", "bash"]'
+    config.write_text(re.sub(r"(?m)^tools = .*$", tools, config.read_text()))
+    ready = tmp_path / "ready"
+    proc = run_cli(["prompt", str(ws.root), HALF.format(ready=ready)])
+    assert proc.returncode == 0, proc.stderr
+    root = proc.stdout.strip()
+    poll(ready.exists, "the command to write its half")
+    (driver,) = driver_pids(ws, root)
+    os.kill(driver, signal.SIGKILL)
+    poll(lambda: gone(driver), "the driver to die")
+    scan = run_cli(["scan", str(ws.root), "--json"])
+    assert scan.returncode == 0, scan.stderr
+    assert json.loads(scan.stdout)["revived"] == [root]
+    wait_quiescent(ws)
+    assert marked_pids(ws.root, root) == []  # the hanging command was killed (R-TOOL-7)
+    assert changed_in(ws, root, f"transcript 003: tool [{root}]") == [
+        "half.txt", "messages/003-tool.json"]
+    (block,) = json.loads(entries(ws, root)[2].data)
+    assert block["is_error"] is True
+    assert block["content"][0]["text"].startswith("died: ")
+    status = ws.git.run(ws.worktree(root), ["status", "--porcelain"]).stdout
+    assert status == ""
+    report = audit(ws.root)
+    assert report.violations() == [], report.text()

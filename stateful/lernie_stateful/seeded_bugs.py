@@ -25,6 +25,7 @@ import lernie_ref.actors.drain as drain_module
 from lernie_ref.actors.tools import TOOL_PARTS, ToolContext, ToolOutcome
 from lernie_ref.core.actor import Actor, Passed
 from lernie_ref.core.debt import DebtReading
+from lernie_ref.core.errors import GitOpError, LernieError
 from lernie_ref.core.ids import AgentId, parent_of
 from lernie_ref.core.vocab import MESSAGES_DIR, TOOL_ORIGIN, Epitaph, MarkKind, Point
 from lernie_ref.substrate.gitrun import GitResult, GitRunner
@@ -255,3 +256,27 @@ PLANTED: tuple[Bug, ...] = (
 
 BY_NAME = {b.name: b for b in (*BUGS, *PLANTED)}
 
+
+def _recover_without_the_work(worktree: Path, agent_id: AgentId, git: GitRunner) -> bool:
+    """The recovery as upstream does it: whatever is uncommitted under ``messages/`` (a
+    tool result whose driver died before its commit included) is committed alone under the
+    recovery subject, the call's work left uncommitted."""
+    try:
+        status = git.run(
+            worktree, ["status", "--porcelain", "--untracked-files=all", "--", MESSAGES_DIR]
+        ).stdout
+        if not status.strip():
+            return False
+        git.run(worktree, ["add", "--", MESSAGES_DIR])
+        git.run(worktree, ["commit", "-q", "--no-verify", "-m",
+                           drain.STRAY_SUBJECT.format(agent=agent_id)])
+    except LernieError as exc:
+        raise GitOpError("drain recover", exc) from None
+    return True
+
+
+PLANTED += (
+    Bug("stray-result-without-its-work", "a recovered tool result is committed without its "
+        "call's work (R-DRAIN-2, R-TOOL-8)", "", _part(recover_strays=_recover_without_the_work)),
+)
+BY_NAME = {b.name: b for b in (*BUGS, *PLANTED)}

@@ -388,9 +388,7 @@ def _abandoned(ws: Workspace, registry: frozenset[str], report: ScanReport) -> A
     all) and still no ref, the creator is dead and the agent will never exist. Its
     worktree, admin directory, branch lock file and inbox (the goal's deposit, a temp)
     are removed, with one notice line each; a held lock is a creation at work: left."""
-    for name in ws.unborn_candidates():
-        if name in registry:
-            continue
+    for name in ws.unborn_candidates(registry):  # a registered agent is no remains
         try:
             present, lock = try_acquire_present(ws.inbox_text(name))
         except LockError as exc:
@@ -450,23 +448,24 @@ def _remove_dead_temps(ws: Workspace, inbox: str, temps: list[str]) -> None:
 
 
 def _flush(
-    ws: Workspace, registry: frozenset[str], launcher: Launcher, report: ScanReport
+    ws: Workspace, registered: dict[str, AgentId], launcher: Launcher, report: ScanReport
 ) -> Actor[None]:
     for name in _inbox_names(ws):
-        # a listing is an edge (R-ID-9); a directory whose name is no id is debris below
-        aid = as_agent_id(name)
-        # a registered agent's inbox as text: no path object for an empty inbox
+        # A registered agent's directory name is the id the ref listing guarded (R-ID-9):
+        # its inbox as text, no path object for an empty inbox.
+        aid = registered.get(name)
         temps: list[str] = []
-        mail = pending(
-            ws.inbox_text(aid) if aid is not None and aid in registry else ws.inbox_root / name,
-            temps=temps,
-        )
+        mail = pending(ws.inbox_root / name if aid is None else ws.inbox_text(aid), temps=temps)
         if temps:
             _remove_dead_temps(ws, name, temps)
         if not mail:
             continue
-        # An agent created after the registry was read is not debris (R-SCAN-2).
-        if aid is None or (aid not in registry and not ws.agent_exists(aid)):
+        if aid is None:
+            # Any other name is guarded here, at the listing's edge (R-ID-9): a name that is
+            # no id is debris, and so is an id with no agent, unless it was created after
+            # the registry was read (R-SCAN-2).
+            aid = as_agent_id(name)
+        if aid is None or (name not in registered and not ws.agent_exists(aid)):
             try:
                 present, lock = try_acquire_present(ws.inbox_root / name)
             except LockError:
@@ -539,7 +538,8 @@ def scan_actor(
         if held is not None:
             held.close()
     yield from _abandoned(ws, sweep_pass.registry, sweep_pass.report)
-    yield from _flush(ws, sweep_pass.registry, launcher, sweep_pass.report)
+    registered: dict[str, AgentId] = dict(zip(sweep_pass.agents, sweep_pass.agents, strict=True))
+    yield from _flush(ws, registered, launcher, sweep_pass.report)
     return sweep_pass.report
 
 

@@ -23,7 +23,12 @@ from lernie_ref.substrate.registry import Registry, path_text
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import drive
 from tests.support.history import git
-from tests.support.light import HEAVY_FOR_MESSAGE, HEAVY_FOR_OPERATOR, check_light
+from tests.support.light import (
+    FOR_FLAGGED_ROWS,
+    HEAVY_FOR_MESSAGE,
+    HEAVY_FOR_OPERATOR,
+    check_light,
+)
 from tests.support.workspaces import add_root
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -144,6 +149,7 @@ def test_r_cli_5_scan_and_status_load_no_subprocess_typing_dataclasses_or_json(
         loaded = loaded_modules(proc.stderr)
         assert f"lernie_ref.cli.{verb}" in loaded
         check_light(loaded, HEAVY_FOR_OPERATOR, f"lernie {' '.join(argv[:1] + argv[2:])}")
+        check_light(loaded, FOR_FLAGGED_ROWS, f"lernie {' '.join(argv[:1] + argv[2:])}")
     if verb == "scan":
         assert "drivers launched: 0" in proc.stdout or '"launched": []' in proc.stdout
 

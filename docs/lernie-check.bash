@@ -35,7 +35,7 @@ _lernie_check() {
             fi ;;
         bugs)
             case "${prev}" in
-                --only) COMPREPLY=( $(compgen -W "bash-kills-the-shell-only budget-not-marked delivery-never-committed drain-unlinks-before-commit lock-leaked-at-release no-crash-settlement no-recipient-revival no-release-rule no-reply-debt no-stray-recovery overwriting-deposit patch-writes-before-checking release-without-reread reply-to-parent stop-not-marked sweep-ignores-lock tool-step-closes-debt-window writer-never-probes" -- "${cur}") ); return ;;
+                --only) COMPREPLY=( $(compgen -W "bash-kills-the-shell-only budget-not-marked delivery-never-committed drain-unlinks-before-commit lock-leaked-at-release no-crash-settlement no-recipient-revival no-release-rule no-reply-debt no-stray-recovery overwriting-deposit patch-writes-before-checking release-without-reread reply-to-parent stop-not-marked stray-result-without-its-work sweep-ignores-lock tool-step-closes-debt-window writer-never-probes" -- "${cur}") ); return ;;
                 --scope) COMPREPLY=( $(compgen -W "default long short" -- "${cur}") ); return ;;
             esac
             if [[ "${cur}" == -* ]]; then

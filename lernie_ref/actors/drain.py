@@ -8,7 +8,8 @@ order:
    pending; with nothing pending it is left alone (R-DRAIN-6).
 2. Stray recovery: anything uncommitted under ``messages/`` (a delivery or an
    entry whose rename landed but whose commit did not) is committed first with
-   ``transcript: recover delivered stray [<id>]`` (R-DRAIN-2, I-18).
+   ``transcript: recover delivered stray [<id>]`` (R-DRAIN-2, I-18); a lone tool
+   result is committed with its call's work under its own subject (R-TOOL-8).
 3. The inbox is listed **once** (R-DRAIN-3); the deposits are ordered by
    (mtime in ns, name). Each is moved by ``rename`` to ``messages/NNN-<sender>.md``
    and committed on its own (R-DRAIN-4): plain mail first, then own-child results
@@ -36,10 +37,10 @@ from lernie_ref.core.errors import (
     LernieError,
     io_text,
 )
-from lernie_ref.core.frontmatter import own_result_ref
+from lernie_ref.core.frontmatter import own_result_ref, parse_entry_name
 from lernie_ref.core.ids import AgentId
 from lernie_ref.core.record import record
-from lernie_ref.core.vocab import MESSAGES_DIR, Point
+from lernie_ref.core.vocab import MESSAGES_DIR, TOOL_ORIGIN, Point
 from lernie_ref.substrate import guarded
 from lernie_ref.substrate.deposit import Pending, pending
 from lernie_ref.substrate.gitrun import GitRunner
@@ -85,13 +86,26 @@ def _read_deposit(inbox: guarded.Dir, item: Pending) -> str:
 
 
 def recover_strays(worktree: Path, agent_id: AgentId, git: GitRunner) -> bool:
-    """R-DRAIN-2: commit anything uncommitted under ``messages/``; ``True`` if there was some."""
+    """R-DRAIN-2: commit anything uncommitted under ``messages/``; ``True`` if there was some.
+
+    A lone tool result (``NNN-tool.json``, the newest entry: a driver died between its
+    rename and its commit) is committed as its writer would have committed it: with
+    ``git add -A`` under its own subject, so the call's work lands in the call's commit
+    (R-TOOL-8). Anything else is committed alone under the recovery subject.
+    """
     try:
-        status = git.run(worktree, ["status", "--porcelain", "--", MESSAGES_DIR]).stdout
+        status = git.run(
+            worktree, ["status", "--porcelain", "--untracked-files=all", "--", MESSAGES_DIR]
+        ).stdout
     except LernieError as exc:
         raise GitOpError("drain status", exc) from None
     if not status.strip():
         return False
+    seq = _lone_tool_result(worktree, status)
+    if seq is not None:
+        subject = commit_subject(seq, TOOL_ORIGIN, agent_id)
+        commit(git, worktree, None, subject, op="drain recover")
+        return True
     try:
         git.run(worktree, ["add", "--", MESSAGES_DIR])
     except LernieError as exc:
@@ -104,6 +118,25 @@ def recover_strays(worktree: Path, agent_id: AgentId, git: GitRunner) -> bool:
     except LernieError as exc:
         raise GitOpError("drain recover commit", exc) from None
     return True
+
+
+def _lone_tool_result(worktree: Path, status: str) -> int | None:
+    """The sequence of the stray when ``status`` (porcelain, ``messages/`` only) shows one
+    new file and it is a tool result that is the newest entry (R-TR-2); else ``None``."""
+    lines = status.splitlines()
+    if len(lines) != 1 or lines[0][:3] not in ("?? ", "A  "):
+        return None
+    path = lines[0][3:]
+    prefix = f"{MESSAGES_DIR}/"
+    if not path.startswith(prefix):
+        return None
+    parsed = parse_entry_name(path[len(prefix):])
+    if parsed is None:
+        return None
+    seq, origin, delivered = parsed
+    if origin != TOOL_ORIGIN or delivered or seq != next_seq(worktree) - 1:
+        return None
+    return seq
 
 
 def rematerialize(ws: Workspace, agent_id: AgentId) -> None:

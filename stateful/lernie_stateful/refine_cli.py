@@ -38,7 +38,7 @@ import hypothesis
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 from hypothesis.errors import UnsatisfiedAssumption
-from hypothesis.stateful import run_state_machine_as_test
+from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
 from lernie_spec import cliopts
 from lernie_spec.cliopts import Progress
 
@@ -91,13 +91,31 @@ class _FailuresOnly(DirectoryBasedExampleDatabase):
     """A private example database that keeps only what a run saves under its test's own key
     (the failing programs, the smallest first as the shrinker finds them): a replay from it
     replays the failure and nothing else. On disk, so a bounded shrink in a child process
-    leaves its best program to the parent."""
+    leaves its best program to the parent.
+
+    The shrinker moves the best program so far out of the test's key *before* it saves the
+    shorter one that replaces it; a child killed between the two would leave nothing to
+    replay. So a program moved out stays until its replacement is stored."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self._replaced: list[tuple[bytes, bytes]] = []  # (key, program) moved out, kept
 
     def save(self, key: bytes, value: bytes) -> None:
-        if _own(key):
-            super().save(key, value)
+        if not _own(key):
+            return
+        super().save(key, value)
+        for old in [r for r in self._replaced if r[0] == key and r[1] != value]:
+            self._replaced.remove(old)
+            self.delete(*old)
 
     def move(self, src: bytes, dest: bytes, value: bytes) -> None:
+        if src == dest:
+            self.save(dest, value)
+            return
+        if _own(src) and not _own(dest):
+            self._replaced.append((src, value))  # deleted when its replacement is saved
+            return
         self.delete(src, value)
         self.save(dest, value)
 
@@ -108,11 +126,20 @@ def _failing(exc: BaseException | None) -> bool:
     return isinstance(exc, Exception) and not isinstance(exc, UnsatisfiedAssumption)
 
 
+def _teardown_fails(in_flight: BaseException | None) -> bool:
+    """Whether an exception the teardown raises fails the example, given the exception in
+    flight when the teardown began: not when Hypothesis had abandoned the example (a
+    control exception such as the ``StopTest`` of a program that ran out of room to draw:
+    Hypothesis raises that again in place of the teardown's and stores nothing)."""
+    return in_flight is None or isinstance(in_flight, Exception)
+
+
 class _Verdict(NamedTuple):
     failed: bool
     message: str = ""
     program: tuple[str, ...] = ()
     draws: tuple[str, ...] = ()
+    ran: bool = True  # False: a replay found no stored program to run
 
 
 def steps_of(notes: list[str]) -> list[str]:
@@ -133,14 +160,14 @@ def steps_of(notes: list[str]) -> list[str]:
     return steps
 
 
-def _play(machine: type[refinement.RefinementMachine], config: settings) -> _Verdict:
+def _play(machine: type[RuleBasedStateMachine], config: settings) -> _Verdict:
     """One Hypothesis run of ``machine``; its failure's message, program and draws."""
     try:
         # the drivers' operator notices (stderr) are the driver log's, not the checker's output
         with contextlib.redirect_stderr(io.StringIO()):
             run_state_machine_as_test(machine, settings=config)
     except unittest.SkipTest:  # a replay found nothing stored to replay
-        return _Verdict(False)
+        return _Verdict(False, ran=False)
     except BaseException as exc:  # the machine's verdict
         if isinstance(exc, KeyboardInterrupt):
             raise
@@ -234,16 +261,21 @@ def _bounded(play: Callable[[Callable[[str], None]], _Verdict],
 
 
 def run(examples: int, seed: int, steps: int, bug: Bug | None = None,
-        shrink: float = 30.0, database: str | None = None, attribute: bool = False) -> Outcome:
-    """Run the machine for ``examples`` programs of ``steps`` rules, seeded by ``seed``.
+        shrink: float = 30.0, database: str | None = None, attribute: bool = False,
+        machine: type[RuleBasedStateMachine] = refinement.RefinementMachine) -> Outcome:
+    """Run ``machine`` (the refinement machine unless told) for ``examples`` programs of
+    ``steps`` rules, seeded by ``seed``.
 
-    With ``shrink`` > 0 the run happens in a child process whose shrinking is cut ``shrink``
-    seconds after the first failure; the shortest program it found by then is replayed
-    here from the example database (so Hypothesis's own shrink limit, whose message asks
-    for a bug report, is never reached). With ``bug`` and ``attribute``, a failing
-    program is replayed on the unpatched implementation (Hypothesis's reuse phase over the
-    private example database, cut to the program's own rules): ``also_unpatched`` says it
-    fails there too, so the failure is not the bug's."""
+    The first failure is the first example Hypothesis counts as failing: one it abandoned
+    (a program that ran out of room to draw) is not, whatever its teardown raised, since
+    Hypothesis stores nothing of it. With ``shrink`` > 0 the run happens in a child process
+    whose shrinking is cut ``shrink`` seconds after the first failure was stored; the
+    shortest program it found by then is replayed here from the example database (so
+    Hypothesis's own shrink limit, whose message asks for a bug report, is never reached).
+    With ``bug`` and ``attribute``, a failing program is replayed on the unpatched
+    implementation (Hypothesis's reuse phase over the private example database, cut to the
+    program's own rules): ``also_unpatched`` says it fails there too, so the failure is not
+    the bug's."""
     if shrink > MAX_SHRINK:
         raise ValueError(f"shrink budget {shrink:g} s is above {MAX_SHRINK:g} s")
     counter: dict[str, float] = {"examples": 0, "first": 0.0, "first_at": 0, "after": 0}
@@ -257,7 +289,7 @@ def run(examples: int, seed: int, steps: int, bug: Bug | None = None,
             for hook in hooks:
                 hook(f"F {int(counter['first_at'])} {counter['first']:.3f}")
 
-    class Machine(refinement.RefinementMachine):
+    class Machine(machine):  # type: ignore[misc,valid-type]  # the machine run, counted
         def __init__(self) -> None:
             counter["examples"] += 1
             if counter["first"] and not counter["after"]:  # shrinking begins
@@ -267,15 +299,17 @@ def run(examples: int, seed: int, steps: int, bug: Bug | None = None,
             super().__init__()
 
         def teardown(self) -> None:
-            if _failing(sys.exc_info()[1]):  # a rule raised: this example failed
+            in_flight = sys.exc_info()[1]
+            if _failing(in_flight):  # a rule raised: this example failed
                 first_failure()
             try:
                 super().teardown()
             except BaseException:
-                first_failure()
+                if _teardown_fails(in_flight):
+                    first_failure()
                 raise
 
-    Machine.__name__ = Machine.__qualname__ = "RefinementMachine"
+    Machine.__name__ = Machine.__qualname__ = machine.__name__
     with tempfile.TemporaryDirectory(prefix="lernie-check-") as tmp:
         scratch = Path(tmp)
         own = not database and (shrink > 0 or (bug is not None and attribute))
@@ -286,14 +320,14 @@ def run(examples: int, seed: int, steps: int, bug: Bug | None = None,
                           database=db, phases=phases, report_multiple_bugs=False,
                           suppress_health_check=list(HealthCheck), print_blob=False)
         random.seed(seed)
-        machine = hypothesis.seed(seed)(Machine)  # the same seed, the same programs
+        seeded = hypothesis.seed(seed)(Machine)  # the same seed, the same programs
         patch = bug.apply() if bug is not None else contextlib.nullcontext()
         cut, shrunk = False, 0.0
         with patch:
             if shrink > 0:
                 def play(first: Callable[[str], None]) -> _Verdict:
                     hooks.append(first)
-                    return _play(machine, config)
+                    return _play(seeded, config)
 
                 child = _bounded(play, lambda: str(int(counter["examples"])), shrink, scratch)
                 counter["first_at"], counter["first"] = child.first_at, child.first_seconds
@@ -302,12 +336,15 @@ def run(examples: int, seed: int, steps: int, bug: Bug | None = None,
                 if child.verdict is not None:
                     verdict = child.verdict
                 else:  # cut: replay the shortest failing program the child stored
-                    verdict = _play(machine, settings(config, phases=[Phase.reuse]))
+                    verdict = _play(seeded, settings(config, phases=[Phase.reuse]))
+                    if not verdict.ran:  # the budget starts only once a failure is stored
+                        raise RuntimeError("the shrink budget cut the refinement run before "
+                                           "it stored a failing program")
                     if not verdict.failed:
                         verdict = _Verdict(True, "the shortest failing program found did not "
                                            "fail again when replayed (a non-deterministic run)")
             else:
-                verdict = _play(machine, config)
+                verdict = _play(seeded, config)
                 if verdict.failed:
                     first_failure()
         also = False
@@ -318,7 +355,7 @@ def run(examples: int, seed: int, steps: int, bug: Bug | None = None,
             # wrong too, but not here).
             replay = settings(config, phases=[Phase.reuse],
                               stateful_step_count=max(1, len(verdict.program)))
-            also = _play(machine, replay).failed
+            also = _play(seeded, replay).failed
     seconds = counter["first"] if verdict.failed else time.monotonic() - start
     return Outcome(verdict.failed, int(counter["examples"]), seconds, list(verdict.program),
                    verdict.message, verdict.draws, int(counter["first_at"]), also,

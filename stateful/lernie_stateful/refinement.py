@@ -359,8 +359,8 @@ class World(WorldView):
 
     def _tool_point(self, act: RealActor, p: Passed, what: str) -> None:
         """The tool oracle's checks at a point (``worktools``): a call's files and
-        processes after it ran, its result entry, the files its commit holds, nothing
-        left running after a ``died`` settlement."""
+        processes after it ran, its result entry, the files its commit (or the stray
+        recovery that commits it) holds, nothing left running after a ``died`` settlement."""
         aid = self.ids[act.agent] if act.kind == "driver" else None
         if aid is None:
             return
@@ -371,9 +371,11 @@ class World(WorldView):
             if p.name == Point.HOP_TOOL_RAN:
                 self.oracle.ran(p.detail, tag, aid, wt)
             elif p.name == Point.TRANSCRIPT_RENAMED and tool_entry:
-                self.oracle.result(os.path.join(msgs, p.detail))
+                self.oracle.result(os.path.join(msgs, p.detail), act.agent)
             elif p.name == Point.TRANSCRIPT_COMMITTED and tool_entry:
                 self.oracle.committed(act.agent, tag, index_blobs(wt))
+            elif p.name == Point.DRAIN_STRAY_COMMITTED:
+                self.oracle.recovered(act.agent, tag, index_blobs(wt))
             elif p.name == Point.HOP_SETTLED:
                 self.oracle.none_left(aid, "after a crashed tool window was settled")
         except ToolMismatch as exc:
@@ -765,10 +767,14 @@ class RefinementMachine(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         # Hypothesis runs the teardown also when a rule raised (from a ``finally``): then
-        # that divergence is the verdict, and the liveness check is not run over it.
-        failed = isinstance(sys.exc_info()[1], Exception)
+        # that divergence is the verdict, and the liveness check is not run over it. Nor
+        # over an example Hypothesis abandoned (its control exception in flight, such as
+        # the ``StopTest`` of a program that ran out of room to draw): Hypothesis turns
+        # whatever the teardown raises then into that exception again and stores nothing,
+        # so a check there would run the world to its end for a verdict nobody gets.
+        ended_early = sys.exc_info()[1] is not None
         try:
-            if not failed:
+            if not ended_early:
                 self.world.run_all()
                 if self.world.graveyard:
                     self.world.scan()  # recovery after a crash is the sweep's job

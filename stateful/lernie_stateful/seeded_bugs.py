@@ -269,3 +269,16 @@ PLANTED: tuple[Bug, ...] = (
 ``lernie-check bugs`` leaves out: its budget does not catch them reliably yet."""
 
 BY_NAME = {b.name: b for b in (*BUGS, *PLANTED)}
+
+
+def _stray_result_without_its_work() -> contextlib.AbstractContextManager[None]:
+    """The recovery as upstream does it: a tool result whose driver died before its commit
+    is committed alone under the recovery subject, its call's work left uncommitted."""
+    return _patched(drain, "_lone_tool_result", lambda *a: None)
+
+
+PLANTED += (
+    Bug("stray-result-without-its-work", "a recovered tool result is committed without its "
+        "call's work (R-DRAIN-2, R-TOOL-8)", "", _stray_result_without_its_work),
+)
+BY_NAME = {b.name: b for b in (*BUGS, *PLANTED)}

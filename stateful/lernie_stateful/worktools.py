@@ -24,7 +24,9 @@ independently of the code's own bookkeeping:
   call whose driver died before its result is settled ``died:`` (R-STEP-2), one
   stopped before it ran ``interrupted:`` (R-STEP-4);
 - at a tool result's commit: the agent's files in the worktree's git index (blob
-  ids computed from the ghost's bytes) equal the ghost's (R-TOOL-8);
+  ids computed from the ghost's bytes) equal the ghost's (R-TOOL-8); the same at the
+  next hop's stray recovery when a driver died between a result's rename and its commit,
+  since that recovery commits the result with its call's work (R-DRAIN-2);
 - after a ``died`` settlement (``hop.settled``): nothing the dead call started is
   still running (R-TOOL-7).
 
@@ -282,6 +284,7 @@ class Oracle:
     state: dict[str, str] = field(default_factory=dict)  # issued | ran | dead | resulted
     expected: dict[str, Expect] = field(default_factory=dict)
     leftovers: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    unsaved: set[int] = field(default_factory=set)  # slots with a result renamed, uncommitted
 
     def issue(self, call_id: str, slot: int, name: str) -> None:
         self.issued[call_id] = (slot, name)
@@ -312,8 +315,11 @@ class Oracle:
                 raise ToolMismatch(f"{name} ({call_id}) left processes running: {alive} "
                                    "(R-TOOL-4)")
 
-    def result(self, entry: str) -> None:
-        """A tool entry renamed into ``messages/``: each result as predicted."""
+    def result(self, entry: str, slot: int | None = None) -> None:
+        """A tool entry of ``slot`` renamed into ``messages/``: each result as predicted;
+        its commit is still to come."""
+        if slot is not None:
+            self.unsaved.add(slot)
         for call_id, is_error, text in tool_results(entry):
             st = self.state.get(call_id)
             if st is None:
@@ -335,12 +341,20 @@ class Oracle:
 
     def committed(self, slot: int, tag: str, index: Mapping[str, str]) -> None:
         """A tool entry committed (R-TOOL-8): the agent's files in the index as predicted."""
+        self.unsaved.discard(slot)
         ghost = self.ghosts.get(slot, Ghost())
         staged = {p: sha for p, sha in index.items() if owns(p, tag)}
         want = {p: blob_id(data) for p, data in ghost.files.items()}
         if staged != want:
             raise ToolMismatch(f"the commit of a tool result of {tag} holds {staged}, "
                                f"predicted {want} (R-TOOL-8)")
+
+    def recovered(self, slot: int, tag: str, index: Mapping[str, str]) -> None:
+        """A hop's stray recovery (R-DRAIN-2): when a driver of ``slot`` died between a
+        tool result's rename and its commit, the recovery's commit is that result's, so it
+        holds the call's files as predicted (R-TOOL-8)."""
+        if slot in self.unsaved:
+            self.committed(slot, tag, index)
 
     def crashed(self, slot: int, mid_call: bool, agent_id: str, worktree: str) -> None:
         """A driver of ``slot`` crashed: its calls without a result are dead; a crash at

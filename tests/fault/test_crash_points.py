@@ -152,6 +152,11 @@ def setup_root(text: str) -> Setup:
     return make
 
 
+WORK_TOOL = ("work\n@apply_patch\n*** Begin Patch\n*** Add File: pkg/notes.txt\n+first\n"
+             "*** End Patch\n")
+"""One tool step that adds a file (an exec'd successor hop), then a final response."""
+
+
 def setup_family(ws: Workspace) -> World:
     root = cli_prompt(ws, "lead", "", RecordingLauncher())
     drive(ws, root)
@@ -211,7 +216,9 @@ SEQUENCES: dict[str, tuple[Setup, Sequence_, list[str]]] = {
     # name: (starting state, the sequence, extra tokens the sequence publishes)
     "deposit": (setup_root("first"), seq_deposit, ["late mail"]),
     "drain+assistant+terminal-tail": (setup_root("hello"), seq_hop(0), []),
-    "tool-commit+baton": (setup_root("work\n@tools 1"), seq_hop(0), []),
+    # a tool call that changes a file: its work must land in its result's commit
+    # whatever the cut (R-TOOL-8, R-DRAIN-2; the clean-worktree check sees it left behind)
+    "tool-commit+baton": (setup_root(WORK_TOOL), seq_hop(0), []),
     "result-deposit": (setup_family, seq_hop(1), []),
     "crash-settlement": (setup_open_window, seq_hop(0), []),
     "sweep-obituary": (setup_dead_child, seq_scan, []),

@@ -4,10 +4,9 @@ The refinement machine crashes an actor by abandoning its generator without clos
 and closing the descriptors it opened (``RefinementMachine.crash``): no ``finally``, no
 ``except``, no ``with`` exit runs. This test checks that reading against the real thing.
 A production driver (``lernie advance``, started detached by the production launcher) is
-paused at a chosen protocol point by a test harness hook, a ``sitecustomize`` on the
-driver's ``PYTHONPATH`` that wraps the actor runner: at the point it tells the test its
-pid through one FIFO and blocks reading another that nobody ever writes. The test checks
-that the paused driver holds the executor lock, kills it with SIGKILL, and compares the
+paused at a chosen protocol point by a test harness hook (``tests.support.pause``), which
+checks that the paused driver holds the executor lock and kills it with SIGKILL; the
+test compares the
 workspace it leaves (every file's bytes, the refs, each worktree's index, git lock files,
 the executor lock) with the workspace the in-process crash at the same point leaves,
 starting from the same workspace (fixed agent ids and fixed clock; commit hashes and
@@ -23,13 +22,9 @@ set is ``slow``; a CI variant runs two of them by default.
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import json
 import os
 import re
-import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
@@ -40,12 +35,14 @@ from lernie_stateful.refinement import _bury, _open_fds
 from lernie_ref.actors.hop import HopDeps, Outcome, hop_actor
 from lernie_ref.adapters import ScriptedModel
 from lernie_ref.core.clock import FixedClock, SystemClock
-from lernie_ref.core.vocab import INBOX_DIR, Point
+from lernie_ref.core.vocab import Point
 from lernie_ref.inbox import deposit
 from lernie_ref.substrate.config import load
-from lernie_ref.substrate.launcher import AdvanceLauncher, RecordingLauncher
+from lernie_ref.substrate.launcher import RecordingLauncher
 from lernie_ref.substrate.workspace import Workspace, create_workspace
-from lernie_ref.testing import Inline, poll
+from lernie_ref.testing import Inline
+from tests.support.pause import lock_held as held
+from tests.support.pause import sigkill_at as kill_paused
 
 PARENT = "20260101T000000Z-00000001"
 CHILD = PARENT + "-00000002"
@@ -71,49 +68,6 @@ CASES: dict[str, Case] = {
 }
 CI_CASES = ("drain-renamed", "result-published-before-mark")
 
-HOOK = '''\
-"""Test harness hook (generated): pause one driver at one protocol point."""
-import json, os
-
-def _install():
-    here = os.path.dirname(os.path.abspath(__file__))
-    with open(os.path.join(here, "pause.json")) as f:
-        cfg = json.load(f)
-    with open("/proc/self/cmdline", "rb") as f:
-        argv = f.read().split(b"\\0")
-    if b"advance" not in argv or cfg["agent"].encode() not in argv:
-        return
-    import lernie_ref.core.actor as actor_module
-
-    depth = [0]
-
-    def pause(passed):
-        fd = os.open(os.path.join(here, "reached"), os.O_WRONLY)
-        os.write(fd, f"{os.getpid()} {passed.name} {passed.detail}\\n".encode())
-        os.close(fd)
-        fd = os.open(os.path.join(here, "resume"), os.O_RDONLY)
-        os.read(fd, 1)  # nobody writes: the driver waits here for its SIGKILL
-
-    def run(actor):
-        depth[0] += 1
-        try:
-            while True:
-                try:
-                    passed = next(actor)
-                except StopIteration as stop:
-                    return stop.value
-                if depth[0] == 1 and passed.name == cfg["point"] and (
-                        cfg["detail"] is None or passed.detail == cfg["detail"]):
-                    pause(passed)
-        finally:
-            depth[0] -= 1
-
-    actor_module.run = run
-
-_install()
-'''
-
-
 def setup_workspace(root: Path) -> Workspace:
     """A parent and its child, the child's prompt pending; ids and deposit times fixed."""
     ws = create_workspace(root / "ws")
@@ -128,41 +82,8 @@ def setup_workspace(root: Path) -> Workspace:
 
 def sigkill_at(ws: Workspace, case: Case, hook: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Launch the child's real driver, wait for it at the point, check it holds the
-    executor lock there, SIGKILL it and reap it."""
-    hook.mkdir()
-    (hook / "sitecustomize.py").write_text(HOOK)
-    (hook / "pause.json").write_text(json.dumps(
-        {"agent": CHILD, "point": case.point, "detail": case.detail}))
-    os.mkfifo(hook / "reached")
-    os.mkfifo(hook / "resume")
-    reached = os.open(hook / "reached", os.O_RDONLY | os.O_NONBLOCK)
-    monkeypatch.setenv("PYTHONPATH", str(hook))
-    got = b""
-    pid = 0
-    try:
-        AdvanceLauncher([sys.executable, "-m", "lernie_ref"]).launch(ws.root, CHILD)
-
-        def arrived() -> bool:
-            nonlocal got
-            with contextlib.suppress(BlockingIOError):
-                got += os.read(reached, 200)
-            return got.endswith(b"\n")
-
-        log = ws.root / "steps" / CHILD / "driver.log"
-        try:
-            poll(arrived, f"the driver to reach {case.point}", timeout=60)
-        except AssertionError:
-            raise AssertionError(f"driver never paused; its log:\n{log.read_text()}") from None
-        pid_text, name, *_ = got.decode().split(" ")
-        pid = int(pid_text)
-        assert name == case.point
-        assert lock_held(ws), "the paused driver must hold the executor lock"
-    finally:
-        os.close(reached)
-        if pid:
-            os.kill(pid, signal.SIGKILL)
-            _, status = os.waitpid(pid, 0)
-            assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    executor lock there, SIGKILL it and reap it (``tests.support.pause``)."""
+    kill_paused(ws, CHILD, case.point, case.detail, hook, monkeypatch)
 
 
 def abandon_at(ws: Workspace, case: Case) -> None:
@@ -200,14 +121,7 @@ def close_at(ws: Workspace, case: Case) -> None:
 
 
 def lock_held(ws: Workspace) -> bool:
-    fd = os.open(ws.root / INBOX_DIR / CHILD, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
+    return held(ws, CHILD)
 
 
 def _git(where: Path, *args: str) -> str:
@@ -274,7 +188,6 @@ def _compare(tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> None
     case = CASES[name]
     real = setup_workspace(tmp_path / "real")
     sigkill_at(real, case, tmp_path / "hook", monkeypatch)
-    monkeypatch.delenv("PYTHONPATH")
     killed = leftover(real)
     model = setup_workspace(tmp_path / "model")
     abandon_at(model, case)

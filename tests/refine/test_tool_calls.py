@@ -141,3 +141,41 @@ def test_r_tool_4_a_bash_call_that_kills_the_shell_only_diverges(world: World) -
     with BY_NAME["bash-kills-the-shell-only"].apply(), pytest.raises(Divergence) as err:
         _play(world, "bash-hang")
     assert "left processes running" in str(err.value).splitlines()[0]
+
+
+def _crash_before_a_results_commit(world: World) -> None:
+    """P adds a file; its driver is killed between that result's rename and its commit."""
+    world.script(P, "noop", tool="patch-add")
+    writer = world.operator_message(P)
+    while writer.key in world.actors:
+        world.step(writer)
+    driver = world.start_launch(0)
+    assert driver is not None
+    while (p := world.step(driver)) is not None and not (
+            p.name == Point.TRANSCRIPT_RENAMED and p.detail.endswith("-tool.json")):
+        pass
+    assert p is not None, "the driver ended before its tool result"
+    world.crash(driver)
+
+
+def test_r_drain_2_a_result_killed_before_its_commit_is_recovered_with_its_work(
+        world: World) -> None:
+    _crash_before_a_results_commit(world)
+    wt = world.ws.worktree(world.ids[P] or "")
+    assert _git(wt, "status", "--porcelain", "--", "w-P") != ""  # the work is uncommitted
+    world.scan()
+    world.run_all()
+    assert world.stranded() == []
+    assert any("driver[P] drain.stray-committed" in row for row in world.trace)
+    add = _git(wt, "log", "-1", "--format=%H", "--grep", "^transcript 003: tool").strip()
+    assert _git(wt, "show", f"{add}:w-P/notes.txt") == NOTES.decode()
+    assert _git(wt, "status", "--porcelain") == ""
+
+
+def test_r_drain_2_a_recovery_that_leaves_the_work_behind_diverges(world: World) -> None:
+    with BY_NAME["stray-result-without-its-work"].apply(), pytest.raises(Divergence) as err:
+        _crash_before_a_results_commit(world)
+        world.scan()
+        world.run_all()
+    first = str(err.value).splitlines()[0]
+    assert "drain.stray-committed" in first and "R-TOOL-8" in first

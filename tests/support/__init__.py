@@ -17,6 +17,7 @@ Modules by job:
 - :mod:`.provider_stub` and :mod:`.dialects`: a loopback provider and each provider's JSON;
   :mod:`.model_talk`: a conversation with the kit's model server through a client library.
 - :mod:`.tool_calls`: one call of a work tool for a real agent.
+- :mod:`.pause`: a production driver paused at a protocol point and killed there (SIGKILL).
 - :mod:`.doc_commands`: the commands README.md and ``docs/`` show, and the check of each.
 - :mod:`.light`: the modules the light paths may not load (R-CLI-5) and the check naming them.
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from lernie_ref.core.entry import Entry
 from lernie_ref.core.frontmatter import split_frontmatter, terminal_ref_of
+from lernie_ref.core.ids import require_agent_id
 from lernie_ref.inbox import pending
 from lernie_ref.substrate.lock import try_acquire
 from lernie_ref.substrate.transcript import load
@@ -14,7 +15,7 @@ from lernie_ref.substrate.workspace import Workspace
 
 
 def entries(ws: Workspace, agent: str) -> list[Entry[Path]]:
-    return load(ws.worktree(agent))
+    return load(ws.worktree(require_agent_id(agent)))
 
 
 def names(ws: Workspace, agent: str) -> list[str]:
@@ -22,7 +23,7 @@ def names(ws: Workspace, agent: str) -> list[str]:
 
 
 def inbox_names(ws: Workspace, agent: str) -> list[str]:
-    return [p.name for p in pending(ws.inbox_dir(agent))]
+    return [p.name for p in pending(ws.inbox_dir(require_agent_id(agent)))]
 
 
 def subjects(ws: Workspace, agent: str) -> list[str]:
@@ -31,7 +32,7 @@ def subjects(ws: Workspace, agent: str) -> list[str]:
 
 
 def lock_is_free(ws: Workspace, agent: str) -> bool:
-    lock = try_acquire(ws.inbox_dir(agent))
+    lock = try_acquire(ws.inbox_dir(require_agent_id(agent)))
     if lock is None:
         return False
     lock.release()
@@ -39,14 +40,14 @@ def lock_is_free(ws: Workspace, agent: str) -> bool:
 
 
 def worktree_clean(ws: Workspace, agent: str) -> bool:
-    status = ws.git.run(ws.worktree(agent), ["status", "--porcelain"]).stdout
+    status = ws.git.run(ws.worktree(require_agent_id(agent)), ["status", "--porcelain"]).stdout
     return status.strip() == ""
 
 
 def results_from(ws: Workspace, recipient: str, sender: str) -> list[tuple[str, str]]:
     """``(epitaph, terminal_ref)`` of each result from ``sender`` pending for ``recipient``."""
     out = []
-    for deposit in pending(ws.inbox_dir(recipient)):
+    for deposit in pending(ws.inbox_dir(require_agent_id(recipient))):
         if deposit.sender != sender:
             continue
         body = deposit.path.read_text()

@@ -13,6 +13,7 @@ from lernie_stateful.audit import audit
 
 from lernie_ref.actors.readings import mark_value
 from lernie_ref.core.clock import FixedClock
+from lernie_ref.core.ids import require_agent_id
 from lernie_ref.core.vocab import MarkKind
 from lernie_ref.inbox import RecordingLauncher, cli_dispatch, cli_prompt
 from lernie_ref.substrate.workspace import Workspace, create_workspace
@@ -67,9 +68,9 @@ def build_team(ws: Path) -> dict[str, str]:
     return ids
 
 
-MARKED_ROOT = "20260711T000000Z-00000001"
-MARKED_OTHER = "20260711T000000Z-00000002"
-MARKED_KID = f"{MARKED_ROOT}.20260711T000001Z-00000003"
+MARKED_ROOT = require_agent_id("20260711T000000Z-00000001")
+MARKED_OTHER = require_agent_id("20260711T000000Z-00000002")
+MARKED_KID = require_agent_id(f"{MARKED_ROOT}.20260711T000001Z-00000003")
 
 
 def marked_world(ws: Workspace) -> None:

@@ -4,6 +4,7 @@ launch). States reached through the real code are in :mod:`tests.support.scenari
 from __future__ import annotations
 
 from lernie_ref.core.clock import FixedClock
+from lernie_ref.core.ids import require_agent_id
 from lernie_ref.substrate.workspace import Workspace
 
 FIXTURE_NS = 1_783_728_000 * 1_000_000_000
@@ -19,6 +20,7 @@ def add_root(ws: Workspace, clock: FixedClock, name: str = "", goal: str = "goal
 
 def add_child(ws: Workspace, parent: str, clock: FixedClock, name: str = "") -> str:
     """Create a child of ``parent`` directly (no deposit, no launch) and return its id."""
-    child = ws.mint_child(parent, clock)
-    ws.create_child_agent(parent, child, name, "goal")
+    parent_id = require_agent_id(parent)
+    child = ws.mint_child(parent_id, clock)
+    ws.create_child_agent(parent_id, child, name, "goal")
     return child

@@ -96,6 +96,12 @@ def _numbering(h: History, rep: Report, a: Agent) -> None:
         if not m and not stray:
             rep.add("violation", "numbering", "R-TR-3", agent,
                     f"commit with an unexpected subject {subject!r}", short)
+        recovered_results = [n for n in added if stray and _is_tool_result(h, n)]
+        if recovered_results:
+            rep.add("violation", "numbering", "R-DRAIN-2, R-TOOL-8", agent,
+                    f"the stray recovery commits the tool result {recovered_results[0]}: it "
+                    "belongs in its own commit with its call's work", short,
+                    *(prefix + n for n in recovered_results))
         if m and len(added) != 1:
             rep.add("violation", "numbering", "R-TR-3", agent,
                     f"commit {subject!r} adds {len(added)} entries, not one"
@@ -129,6 +135,12 @@ def _numbering(h: History, rep: Report, a: Agent) -> None:
                             f"{name} is not committed alone (also {', '.join(others)})",
                             short)
             present[name] = None
+
+
+def _is_tool_result(h: History, name: str) -> bool:
+    """Whether the entry name ``name`` is a tool result's (``NNN-tool.json``, R-TR-1)."""
+    parsed = entry_name(name)
+    return parsed is not None and parsed[1] == h.lay.tool_origin and not parsed[2]
 
 
 # -- entries, strays, inboxes, names, residue -----------------------------

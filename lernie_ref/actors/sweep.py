@@ -436,9 +436,7 @@ def _abandoned(run: _Pass) -> Actor[None]:
     worktree, admin directory, branch lock file and inbox (the goal's deposit, a temp)
     are removed, with one notice line each; a held lock is a creation at work: left."""
     ws, registry, report = run.ws, run.registry, run.report
-    for name in ws.unborn_candidates():
-        if name in registry:
-            continue
+    for name in ws.unborn_candidates(registry):  # a registered agent is no remains
         try:
             present, lock = run.parts.acquire(ws.inbox_text(name))
         except LockError as exc:
@@ -498,22 +496,24 @@ def _remove_dead_temps(ws: Workspace, inbox: str, temps: list[str]) -> None:
 
 
 def _flush(run: _Pass) -> Actor[None]:
-    ws, registry, launcher, report = run.ws, run.registry, run.launcher, run.report
+    ws, launcher, report = run.ws, run.launcher, run.report
+    registered: dict[str, AgentId] = dict(zip(run.agents, run.agents, strict=True))
     for name in _inbox_names(ws):
-        # a listing is an edge (R-ID-9); a directory whose name is no id is debris below
-        aid = as_agent_id(name)
-        # a registered agent's inbox as text: no path object for an empty inbox
+        # A registered agent's directory name is the id the ref listing guarded (R-ID-9):
+        # its inbox as text, no path object for an empty inbox.
+        aid = registered.get(name)
         temps: list[str] = []
-        mail = pending(
-            ws.inbox_text(aid) if aid is not None and aid in registry else ws.inbox_root / name,
-            temps=temps,
-        )
+        mail = pending(ws.inbox_root / name if aid is None else ws.inbox_text(aid), temps=temps)
         if temps:
             _remove_dead_temps(ws, name, temps)
         if not mail:
             continue
-        # An agent created after the registry was read is not debris (R-SCAN-2).
-        if aid is None or (aid not in registry and not ws.agent_exists(aid)):
+        if aid is None:
+            # Any other name is guarded here, at the listing's edge (R-ID-9): a name that is
+            # no id is debris, and so is an id with no agent, unless it was created after
+            # the registry was read (R-SCAN-2).
+            aid = as_agent_id(name)
+        if aid is None or (name not in registered and not ws.agent_exists(aid)):
             try:
                 present, lock = run.parts.acquire(ws.inbox_root / name)
             except LockError:

@@ -192,17 +192,23 @@ def entry() -> None:
     sys.exit(_command())
 
 
+FAST_EXIT = ("message", "scan", "status")
+"""The verbs whose installed command ends with ``os._exit`` when it launched no driver
+(R-CLI-5)."""
+
+
 def script() -> None:
     """The installed ``lernie`` command (``bin/lernie``). As :func:`entry`, except that
-    ``lernie message`` that launched no driver ends with ``os._exit`` once stdout and
-    stderr are flushed: it leaves no thread, open file or exit hook behind, and tearing
-    the interpreter down would cost it about as much as its own protocol work (R-CLI-5).
-    One that launched a driver exits normally: ``posix_spawn`` returns while the driver
-    may still be inside ``execve``, and the normal exit leaves it time to show its
-    command line to anyone who looks right after ``lernie message`` returned."""
+    ``lernie message``, ``lernie scan`` and ``lernie status`` that launched no driver end
+    with ``os._exit`` once stdout and stderr are flushed: they leave no thread, open file
+    or exit hook behind, and tearing the interpreter down would cost a message about as
+    much as its own protocol work (a scan or status of a thousand agents a twentieth of
+    its run) (R-CLI-5). One that launched a driver exits normally: ``posix_spawn``
+    returns while the driver may still be inside ``execve``, and the normal exit leaves it
+    time to show its command line to anyone who looks right after the command returned."""
     code = _command()
     launcher = sys.modules.get("lernie_ref.substrate.launcher")
-    if sys.argv[1:2] == ["message"] and not getattr(launcher, "_LAUNCHED", None):
+    if sys.argv[1:2] and sys.argv[1] in FAST_EXIT and not getattr(launcher, "_LAUNCHED", None):
         import os
 
         sys.stderr.flush()

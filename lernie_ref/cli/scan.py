@@ -14,9 +14,7 @@ from lernie_ref.actors.sweep import scan
 from lernie_ref.core import TYPE_CHECKING
 from lernie_ref.core.clock import SystemClock
 from lernie_ref.core.sweep import REVIVE_LIMIT
-from lernie_ref.operator.driverlog import last_log_line
 from lernie_ref.substrate.launcher import AdvanceLauncher
-from lernie_ref.substrate.preflight import model_settings_in
 from lernie_ref.substrate.workspace import require_workspace
 
 if TYPE_CHECKING:
@@ -39,8 +37,14 @@ def run(ns: argparse.Namespace | OperatorArgs) -> str | None:
             "deposited it on its behalf (R-SCAN-9)",
             file=sys.stderr,
         )
-    chosen = model_settings_in(os.environ)
-    if chosen and report.launched:
+    if report.launched:
+        # the configuration's words, loaded only when a driver was launched
+        from lernie_ref.substrate.preflight import model_settings_in
+
+        chosen = model_settings_in(os.environ)
+    else:
+        chosen = []
+    if chosen:
         print(
             "lernie scan: the drivers it launched run each agent on the model recorded at its "
             f"creation; this environment's {', '.join(chosen)} counts only for agents with no "
@@ -48,6 +52,8 @@ def run(ns: argparse.Namespace | OperatorArgs) -> str | None:
             file=sys.stderr,
         )
     for agent in report.given_up:  # R-SCAN-10: why a dead agent was not relaunched
+        from lernie_ref.operator.driverlog import last_log_line  # read for these rows alone
+
         line = last_log_line(ws, agent)
         said = f"; its driver log ends: {line}" if line else ""
         print(

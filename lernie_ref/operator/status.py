@@ -27,10 +27,9 @@ from lernie_ref.core.ids import AgentId, parent_of
 from lernie_ref.core.record import as_dict, record
 from lernie_ref.core.sweep import REVIVE_LIMIT, Condition, at_rest_mark, condition_of
 from lernie_ref.core.vocab import NAME_FILE, Epitaph, MarkKind
-from lernie_ref.operator.driverlog import last_log_line
 from lernie_ref.operator.stop import holders_in
 from lernie_ref.substrate.deposit import Pending, pending
-from lernie_ref.substrate.procfs import LockLine, lock_table
+from lernie_ref.substrate.procfs import FlockHolders, LockLine, lock_table
 from lernie_ref.substrate.refsnap import (
     AgentOids,
     AgentRefs,
@@ -276,9 +275,10 @@ def status(ws: Workspace, reading: DebtReading | None = None) -> list[AgentStatu
     deposits = {agent: pending(inboxes[agent]) for agent in agents}  # one listing per inbox
     lookup = _Results(agents, deposits, entries)
     table = table_reader.result()
+    held = None if table is None else FlockHolders(table)  # one walk of the table
     lives: dict[str, bool | None] = {}
     for agent in agents:
-        holders = holders_in(table, inboxes[agent])
+        holders = holders_in(held, inboxes[agent])
         lives[agent] = None if holders is None else bool(holders)
     # A live executor's tool step may be changing its worktree: its committed name counts.
     names: dict[str, str | None] = {
@@ -426,6 +426,8 @@ def advice(ws: Workspace, row: AgentStatus) -> str | None:
 
 def _log_said(ws: Workspace, agent: AgentId) -> str:
     """``; its driver log ends: <line>`` (naming a full disk), or nothing."""
+    from lernie_ref.operator.driverlog import last_log_line  # read for the flagged rows alone
+
     line = last_log_line(ws, agent)
     if line is None:
         return ""

@@ -43,7 +43,7 @@ from lernie_ref.core.errors import ExternalFailure, SelfGroup
 from lernie_ref.core.ids import AgentId, parent_of, require_agent_id
 from lernie_ref.core.record import field, record
 from lernie_ref.substrate import procfs
-from lernie_ref.substrate.procfs import LockLine, lock_table, parse_lock_line
+from lernie_ref.substrate.procfs import FlockHolders, lock_table, parse_lock_line
 
 STOP_DEADLINE_S = 30.0
 """R-STOP-5: how long a signalled executor may take to end its exit protocol before SIGKILL."""
@@ -98,7 +98,7 @@ def is_descendant_or_self(candidate: str, agent: AgentId) -> bool:
 # ------------------------------------------ lock holders (/proc through substrate.procfs)
 
 
-def holders_in(table: list[LockLine] | None, inbox: str | Path) -> list[int] | None:
+def holders_in(table: FlockHolders | None, inbox: str | Path) -> list[int] | None:
     """Pids recorded in ``table`` for an exclusive ``flock`` on ``inbox``: ``None`` when the
     table could not be read, ``[]`` when ``inbox`` does not exist."""
     try:
@@ -109,7 +109,7 @@ def holders_in(table: list[LockLine] | None, inbox: str | Path) -> list[int] | N
         return None
     if table is None:
         return None
-    return [line.pid for line in table if line.is_exclusive_flock_on(st)]
+    return table.on(st)
 
 
 def lock_holder_pids(inbox: Path) -> list[int] | None:
@@ -125,7 +125,8 @@ def lock_holder_pids(inbox: Path) -> list[int] | None:
         return []
     except OSError:
         return None
-    return holders_in(lock_table(), inbox)
+    table = lock_table()
+    return holders_in(None if table is None else FlockHolders(table), inbox)
 
 
 def _holding_fds(

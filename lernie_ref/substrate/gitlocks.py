@@ -101,7 +101,8 @@ def _admin_name(text: str, repo_git: Path, worktree: str | Path, agent_id: Agent
             name = worktree_admin_dir(repo_git, Path(worktree), agent_id).name
         else:
             parent, _, last = pointed.rpartition("/")
-            if os.path.basename(parent) == "worktrees" and last not in ("", ".", ".."):
+            # the parent's last component (``os.path.basename``) names ``worktrees``
+            if parent.rpartition("/")[2] == "worktrees" and last not in ("", ".", ".."):
                 name = last
     return name
 

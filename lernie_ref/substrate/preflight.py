@@ -58,10 +58,9 @@ Spec = dict[str, object]
 
 
 def settings_in(env: Mapping[str, str]) -> list[str]:
-    """The ``LERNIE_*`` configuration variables set (non-empty) in ``env``, sorted."""
-    return sorted(
-        k for k, v in env.items() if k.startswith("LERNIE_") and v and k not in NOT_SETTINGS
-    )
+    """The ``LERNIE_*`` configuration variables set (non-empty) in ``env``, sorted (only
+    their values are read: ``lernie message`` asks on every run)."""
+    return sorted(k for k in env if k.startswith("LERNIE_") and k not in NOT_SETTINGS and env[k])
 
 
 def model_settings_in(env: Mapping[str, str]) -> list[str]:

@@ -164,6 +164,27 @@ def parse_lock_line(text: str) -> LockLine | None:
         return None
 
 
+class FlockHolders:
+    """The exclusive ``flock`` holders of a lock table, by the file they lock: the table is
+    walked once, and each file is then one lookup (``lernie status`` asks for every agent's
+    inbox, and the table holds every lock of the machine)."""
+
+    __slots__ = ("_by_file",)
+
+    def __init__(self, table: list[LockLine]) -> None:
+        by_file: dict[tuple[int, int, int], list[int]] = {}
+        for line in table:
+            if line.kind == "FLOCK" and line.mode == "WRITE":
+                key = (line.dev_major, line.dev_minor, line.inode)
+                by_file.setdefault(key, []).append(line.pid)
+        self._by_file = by_file
+
+    def on(self, st: os.stat_result) -> list[int]:
+        """The pids of the table's lines that are an exclusive ``flock`` on the file ``st``
+        describes (:meth:`LockLine.is_exclusive_flock_on`), in table order."""
+        return list(self._by_file.get((os.major(st.st_dev), os.minor(st.st_dev), st.st_ino), ()))
+
+
 def lock_table() -> list[LockLine] | None:
     """Every lock line of ``/proc/locks`` (one read); ``None`` when it cannot be read."""
     data = _read(f"{PROC}/locks")

@@ -96,6 +96,8 @@ class Transcript:
 
     def everything(self) -> list[Entry[Path]]:
         """Every entry, newest first: the rest is ordered in one sort rather than in steps."""
+        if self._below == -1:  # every entry was handed out already: the sweep asks twice
+            return list(self._given)
         names = self._listing()
         seqs, below = self._seqs, self._below
         order = sorted(range(len(seqs)), key=seqs.__getitem__, reverse=True)  # stable

@@ -387,23 +387,25 @@ class Workspace(Registry):
             pass
         return removed
 
-    def unborn_candidates(self) -> list[AgentId]:
+    def unborn_candidates(self, registered: frozenset[str] = frozenset()) -> list[AgentId]:
         """Names under ``agents/`` and ``repo.git/worktrees/`` that no ref names may be the
         remains of a creation killed before its ref (R-PROBE-6); the caller checks each
         under its lock. Sorted; only names shaped like minted ids (R-ID-5: a first token
-        ``YYYYMMDDTHHMMSSZ``), so nothing else anyone put there is ever taken for remains."""
-        found: set[AgentId] = set()
+        ``YYYYMMDDTHHMMSSZ``), so nothing else anyone put there is ever taken for remains.
+
+        ``registered``: the agents the caller's ref listing found, left out before any name
+        is looked at one by one (each is its own worktree's name: in a thousand-agent
+        workspace they are every name there)."""
+        found: set[str] = set()
         for where in (self.agents_root, self.repo_git / "worktrees"):
             try:
-                with os.scandir(where) as it:
-                    found.update(
-                        agent_ids_among(
-                            e.name for e in it if is_timestamp_token(e.name.split("-", 1)[0])
-                        )
-                    )
+                found.update(os.listdir(where))
             except OSError:
                 continue
-        return sorted(found)
+        found.difference_update(registered)
+        return sorted(
+            agent_ids_among(n for n in found if is_timestamp_token(n.split("-", 1)[0]))
+        )
 
 
 def _remove_tree(path: Path) -> None:

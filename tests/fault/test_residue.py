@@ -169,3 +169,20 @@ def test_r_scan_12_only_id_shaped_remains_are_removed(ws: Workspace) -> None:
     assert report.abandoned == ["20260101T000000Z-0000000f"]
     assert sorted(os.listdir(ws.agents_root)) == ["notes"]
     assert (notes / "keep.txt").read_text() == "mine"
+
+
+def test_r_scan_12_a_registered_agent_is_never_a_candidate_for_remains(ws: Workspace) -> None:
+    """The candidates leave out the agents the pass's ref listing found before they look at
+    any name (every registered agent has a worktree there): what remains is the id-shaped
+    names no ref names, and the scan removes exactly those."""
+    alive = "20260101T000000Z-00000001"
+    ws.create_root_agent(alive, "", "goal")
+    killed = "20260101T000000Z-0000000f"
+    ws.prepare_root_agent(killed, "", "killed")  # never published
+    listed = set(os.listdir(ws.agents_root)) | set(os.listdir(ws.repo_git / "worktrees"))
+    assert {alive, killed} <= listed
+    assert ws.unborn_candidates() == sorted({alive, killed})  # no registry: both shapes fit
+    assert ws.unborn_candidates(frozenset({ws.agent_ids()[0]})) == [killed]
+    report = scan(ws, RecordingLauncher(), SystemClock())
+    assert report.abandoned == [killed]
+    assert os.listdir(ws.agents_root) == [alive] and ws.agent_exists(alive)

@@ -16,14 +16,20 @@ from hypothesis import strategies as st
 
 from lernie_ref.cli import plain_message
 from lernie_ref.core.clock import FixedClock
-from lernie_ref.inbox import RecordingLauncher, cli_dispatch, cli_prompt
+from lernie_ref.inbox import RecordingLauncher, cli_dispatch, cli_prompt, deposit
 from lernie_ref.substrate.lock import try_acquire
 from lernie_ref.substrate.reffiles import RefFiles
 from lernie_ref.substrate.registry import Registry, path_text
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import drive
 from tests.support.history import git
-from tests.support.light import HEAVY_FOR_MESSAGE, HEAVY_FOR_OPERATOR, check_light
+from tests.support.light import (
+    FOR_FLAGGED_ROWS,
+    HEAVY_FOR_MESSAGE,
+    HEAVY_FOR_OPERATOR,
+    check_light,
+)
+from tests.support.runners import run_cli
 from tests.support.workspaces import add_root
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -144,6 +150,7 @@ def test_r_cli_5_scan_and_status_load_no_subprocess_typing_dataclasses_or_json(
         loaded = loaded_modules(proc.stderr)
         assert f"lernie_ref.cli.{verb}" in loaded
         check_light(loaded, HEAVY_FOR_OPERATOR, f"lernie {' '.join(argv[:1] + argv[2:])}")
+        check_light(loaded, FOR_FLAGGED_ROWS, f"lernie {' '.join(argv[:1] + argv[2:])}")
     if verb == "scan":
         assert "drivers launched: 0" in proc.stdout or '"launched": []' in proc.stdout
 
@@ -241,3 +248,38 @@ def test_r_cli_8_an_edited_configuration_is_parsed_once_then_known_by_its_identi
     finally:
         lock.release()
     assert sorted(os.listdir(ws.inbox_dir(agent))) == ["user-001.md", "user-002.md"]
+
+
+SCRIPT = [sys.executable, str(ROOT / "bin" / "lernie")]
+"""The installed ``lernie`` command's code (``bin/lernie``), as this interpreter runs it."""
+
+
+def _as_both(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """``argv`` by the installed command and by ``python -m lernie_ref``: the same stdout,
+    stderr and exit status; the installed command's outcome. Output to a pipe is buffered,
+    as a user's is (no ``PYTHONUNBUFFERED``): what is not flushed before ``os._exit`` is lost."""
+    buffered = {"PYTHONUNBUFFERED": ""}
+    installed, normal = run_cli(argv, buffered, prefix=SCRIPT), run_cli(argv, buffered)
+    assert (installed.returncode, installed.stdout, installed.stderr) == (
+        normal.returncode, normal.stdout, normal.stderr
+    ), argv
+    return installed
+
+
+def test_r_cli_5_the_installed_scan_and_status_print_what_a_normal_exit_prints(
+    ws: Workspace, fixed_clock: FixedClock
+) -> None:
+    """The installed command ends ``scan`` and ``status`` that launched no driver with
+    ``os._exit``; what they print and their exit status are what ``python -m lernie_ref``,
+    which exits normally, gives: a quiet workspace, undelivered mail with its hint on
+    stderr, ``--json``, and a directory that is no workspace."""
+    agent = add_root(ws, fixed_clock, "solo")
+    root = str(ws.root)
+    assert _as_both(["scan", root]).stdout.startswith("silent deaths: 0;")
+    assert '"launched": []' in _as_both(["scan", root, "--json"]).stdout
+    deposit(ws.root, agent, "user", "hi")  # no driver: undelivered (R-STATUS-2, R-STATUS-5)
+    table = _as_both(["status", root])
+    assert agent in table.stdout
+    assert f"{agent} has 1 undelivered message(s) and no driver" in table.stderr
+    assert f'"id": "{agent}"' in _as_both(["status", "--json", root]).stdout
+    assert _as_both(["status", str(ws.agents_root)]).returncode == 1

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from lernie_ref.core.errors import ConfigError
 from lernie_ref.substrate.config import load
@@ -15,6 +17,7 @@ from lernie_ref.substrate.preflight import (
     env_differs,
     parse_record,
     recorded,
+    settings_in,
     spec_of,
     write_record,
 )
@@ -91,3 +94,20 @@ def test_r_cli_8_a_program_found_on_path_or_by_absolute_path_passes(tmp_path: Pa
     plain.write_text("#!/bin/sh\n")
     with pytest.raises(ConfigError, match="is not executable"):
         check_spec({"model": "command", "model_command": str(plain)}, {}, "/")
+
+
+_NAMES = st.sampled_from(
+    ["LERNIE_MODEL", "LERNIE_STEP_BUDGET", "LERNIE_LOCK_FD", "LERNIE_AGENT", "LERNIE_",
+     "PATH", "HOME", "XLERNIE_MODEL", "lernie_model"]
+)
+
+
+@given(st.dictionaries(_NAMES, st.sampled_from(["", "x", "scripted"]), max_size=9))
+def test_r_cli_8_the_settings_are_the_non_empty_lernie_variables_that_configure(
+    env: dict[str, str],
+) -> None:
+    """The preflight's (and the scan's R-STEP-9 warning's) view of the environment: every
+    ``LERNIE_*`` variable set to something, but the marks that are not configuration."""
+    marks = {"LERNIE_LOCK_FD", "LERNIE_AGENT"}
+    expected = sorted(k for k, v in env.items() if k.startswith("LERNIE_") and v and k not in marks)
+    assert settings_in(env) == expected

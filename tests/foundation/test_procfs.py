@@ -11,6 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from lernie_ref.substrate import procfs
 
 WAIT_FOR_STDIN = "import sys; sys.stdin.read()"
@@ -78,3 +81,50 @@ def test_the_lock_table_shows_this_processs_flock(tmp_path: Path) -> None:
         assert len(locks) == 1 and "FLOCK" in locks[0]
     finally:
         os.close(fd)
+
+
+def _stat_of(major: int, minor: int, inode: int) -> os.stat_result:
+    return os.stat_result((0o40755, inode, os.makedev(major, minor), 1, 0, 0, 0, 0, 0, 0))
+
+
+_LINES = st.builds(
+    procfs.LockLine,
+    kind=st.sampled_from(["FLOCK", "POSIX", "OFDLCK"]),
+    mode=st.sampled_from(["WRITE", "READ"]),
+    pid=st.integers(1, 9),
+    dev_major=st.integers(0, 2),
+    dev_minor=st.integers(0, 2),
+    inode=st.integers(1, 3),
+)
+
+
+@given(st.lists(_LINES, max_size=12), st.integers(0, 2), st.integers(0, 2), st.integers(1, 3))
+def test_r_status_1_the_holder_index_answers_what_each_line_says(
+    table: list[procfs.LockLine], major: int, minor: int, inode: int
+) -> None:
+    """``lernie status`` walks the lock table once for every agent: each file's holders are
+    the pids of the lines that are an exclusive ``flock`` on it, in table order."""
+    file = _stat_of(major, minor, inode)
+    expected = [line.pid for line in table if line.is_exclusive_flock_on(file)]
+    assert procfs.FlockHolders(table).on(file) == expected
+
+
+def test_r_status_1_the_holder_index_of_the_kernels_table_names_the_exclusive_holder_only(
+    tmp_path: Path,
+) -> None:
+    exclusive, shared = tmp_path / "exclusive", tmp_path / "shared"
+    exclusive.mkdir()
+    shared.mkdir()
+    fds = [os.open(p, os.O_RDONLY | os.O_DIRECTORY) for p in (exclusive, shared)]
+    try:
+        fcntl.flock(fds[0], fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fds[1], fcntl.LOCK_SH | fcntl.LOCK_NB)
+        table = procfs.lock_table()
+        assert table is not None
+        held = procfs.FlockHolders(table)
+        assert held.on(os.stat(exclusive)) == [os.getpid()]
+        assert held.on(os.stat(shared)) == []  # a shared lock is no executor's
+        assert held.on(os.stat(tmp_path)) == []
+    finally:
+        for fd in fds:
+            os.close(fd)

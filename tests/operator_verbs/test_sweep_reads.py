@@ -38,7 +38,7 @@ from lernie_ref.substrate import gitlocks
 from lernie_ref.substrate.lock import try_acquire
 from lernie_ref.substrate.reffiles import RefFiles
 from lernie_ref.substrate.refsnap import ObjectFacts, RefOids
-from lernie_ref.substrate.transcript import Transcript
+from lernie_ref.substrate.transcript import Transcript, entry_name
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import Inline, Point, drive
 from tests.support.history import git
@@ -306,3 +306,27 @@ def test_r_cli_5_the_plain_operator_form_reads_as_argparse_does(args: list[str])
     plain = plain_operator(list(args))
     if plain is not None:
         assert (plain.verb, plain.workspace, plain.json) == _argparse_ns(list(args))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(1, 30), st.sampled_from(["user", "model", "tool"])),
+             max_size=25),
+    st.integers(0, 30),
+)
+def test_r_scan_6_a_transcript_read_again_in_one_hold_hands_out_the_same_entries(
+    tmp_path_factory: pytest.TempPathFactory, made: list[tuple[int, str]], taken: int
+) -> None:
+    """The sweep reads one hold's transcript in several decisions (its condition, the
+    result it may owe): however much of it one decision took, every later full reading
+    gives what one full reading of the directory gives."""
+    worktree = tmp_path_factory.mktemp("worktree")
+    (worktree / "messages").mkdir()
+    for seq, origin in made:
+        (worktree / "messages" / entry_name(seq, origin, origin != "model")).write_text("x")
+    fresh = [(e.seq, e.origin, e.path.name) for e in Transcript(worktree).everything()]
+    listed = Transcript(worktree)
+    for _, _ in zip(range(taken), listed, strict=False):
+        pass
+    for _ in range(2):
+        assert [(e.seq, e.origin, e.path.name) for e in listed.everything()] == fresh

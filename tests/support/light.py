@@ -20,6 +20,14 @@ HEAVY_FOR_OPERATOR = frozenset({"typing", "subprocess", "argparse", "dataclasses
 """What ``lernie scan`` and ``lernie status`` never load (``json`` only when a model entry or
 ``--json`` needs it)."""
 
+FOR_FLAGGED_ROWS = frozenset(
+    {"lernie_ref.operator.driverlog", "lernie_ref.substrate.preflight",
+     "lernie_ref.substrate.configtext"}
+)  # fmt: skip
+"""What ``lernie scan`` and ``lernie status`` load only for the rows that need it: a driver
+log for an agent flagged dead or stranded (R-STATUS-5, R-SCAN-10), the configuration's
+words once a scan launched a driver (R-STEP-9); a quiet workspace loads none of them."""
+
 
 def check_light(loaded: frozenset[str] | set[str], heavy: frozenset[str], command: str) -> None:
     """Fail, naming them, when ``command`` loaded any of the ``heavy`` modules."""

@@ -11,7 +11,8 @@ from lernie_stateful.refine_view import read_refs, tracked_paths
 from lernie_stateful.refinement import Divergence, World
 from lernie_stateful.seeded_bugs import BY_NAME
 
-from lernie_ref.core.vocab import AGENT_REF_PREFIX, MARK_REF_PREFIX, Point
+from lernie_ref.core.vocab import AGENT_REF_PREFIX, MARK_REF_PREFIX
+from tests.support.scenarios import crash_in_the_delivery_window
 
 
 def test_unpatched_implementation_refines_the_model() -> None:
@@ -29,14 +30,7 @@ def test_seeded_bug_is_caught(bug: str) -> None:
 def _crash_in_the_delivery_window(world: World) -> None:
     """`lernie prompt`; the launched driver is killed between its delivery's rename and
     its commit; the teardown's scan revives P and everything runs to its end."""
-    writer = world.operator_message(0)
-    while writer.key in world.actors:
-        world.step(writer)
-    driver = world.start_launch(0)
-    assert driver is not None
-    while (p := world.step(driver)) is not None and p.name != Point.DRAIN_RENAMED:
-        pass
-    world.crash(driver)
+    crash_in_the_delivery_window(world)
     world.run_all()
     world.scan()
     world.run_all()

@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 from hypothesis.errors import StopTest
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 from lernie_stateful.refine_cli import _FailuresOnly, run
-from lernie_stateful.refinement import Divergence, RefinementMachine, World
+from lernie_stateful.refinement import Divergence, RefinementMachine
 from lernie_stateful.seeded_bugs import BY_NAME
 
-from lernie_ref.core.vocab import Point
+from tests.support.scenarios import crash_in_the_delivery_window
 
 VERDICT = "the teardown's verdict"
 
@@ -82,15 +82,7 @@ def test_a_kill_inside_a_shrink_step_leaves_a_program_to_replay(tmp_path: Path) 
 def _crashed_in_the_delivery_window(machine: RefinementMachine) -> None:
     """`lernie prompt`; its driver killed between its delivery's rename and its commit
     (the teardown's scan and run to the end must recover the stray)."""
-    world: World = machine.world
-    writer = world.operator_message(0)
-    while writer.key in world.actors:
-        world.step(writer)
-    driver = world.start_launch(0)
-    assert driver is not None
-    while (p := world.step(driver)) is not None and p.name != Point.DRAIN_RENAMED:
-        pass
-    world.crash(driver)
+    crash_in_the_delivery_window(machine.world)
 
 
 def test_the_teardown_of_an_abandoned_example_checks_nothing() -> None:

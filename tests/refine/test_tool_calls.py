@@ -18,6 +18,7 @@ from lernie_stateful.seeded_bugs import BY_NAME
 from lernie_stateful.worktools import CALLS, NOTES, UPDATED, marked_alive
 
 from lernie_ref.core.vocab import MESSAGES_DIR, Point
+from tests.support.scenarios import crash_driver_at
 
 P = 0
 
@@ -100,14 +101,7 @@ def test_every_call_of_the_vocabulary_is_played_by_these_tests() -> None:
 def _crash_in_a_hanging_call(world: World) -> None:
     """P calls the hanging command; its driver is killed in the middle of the call."""
     world.script(P, "noop", tool="bash-hang")
-    writer = world.operator_message(P)
-    while writer.key in world.actors:
-        world.step(writer)
-    driver = world.start_launch(0)
-    assert driver is not None
-    while (p := world.step(driver)) is not None and p.name != Point.HOP_ASSISTANT_COMMITTED:
-        pass
-    world.crash(driver)
+    crash_driver_at(world, lambda p: p.name == Point.HOP_ASSISTANT_COMMITTED, to=P)
 
 
 def test_r_tool_7_a_crash_mid_call_is_settled_died_and_its_processes_killed(
@@ -146,16 +140,8 @@ def test_r_tool_4_a_bash_call_that_kills_the_shell_only_diverges(world: World) -
 def _crash_before_a_results_commit(world: World) -> None:
     """P adds a file; its driver is killed between that result's rename and its commit."""
     world.script(P, "noop", tool="patch-add")
-    writer = world.operator_message(P)
-    while writer.key in world.actors:
-        world.step(writer)
-    driver = world.start_launch(0)
-    assert driver is not None
-    while (p := world.step(driver)) is not None and not (
-            p.name == Point.TRANSCRIPT_RENAMED and p.detail.endswith("-tool.json")):
-        pass
-    assert p is not None, "the driver ended before its tool result"
-    world.crash(driver)
+    crash_driver_at(world, lambda p: (
+        p.name == Point.TRANSCRIPT_RENAMED and p.detail.endswith("-tool.json")), to=P)
 
 
 def test_r_drain_2_a_result_killed_before_its_commit_is_recovered_with_its_work(

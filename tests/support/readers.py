@@ -62,3 +62,12 @@ def mark(ws: Workspace, kind: str, agent: str) -> str | None:
     ref = f"refs/lernie/{kind}/{agent}"
     result = ws.git.run(ws.repo_git, ["rev-parse", "--verify", "--quiet", ref], check=False)
     return result.stdout if result.returncode == 0 else None
+
+
+def changed_in(ws: Workspace, agent: str, subject: str) -> list[str]:
+    """The paths changed by the one commit of ``agent``'s branch whose subject is ``subject``."""
+    log = ws.git.run(ws.repo_git, ["log", "--format=%H %s", f"agents/{agent}"]).stdout
+    (sha,) = [line.split(" ", 1)[0] for line in log.splitlines()
+              if line.split(" ", 1)[1] == subject]
+    out = ws.git.run(ws.repo_git, ["show", "--name-only", "--format=", sha]).stdout
+    return sorted(out.split())

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from lernie_stateful.audit import audit
+from lernie_stateful.refinement import World as RefinementWorld
 
 from lernie_ref.actors.readings import mark_value
+from lernie_ref.core.actor import Passed
 from lernie_ref.core.clock import FixedClock
 from lernie_ref.core.ids import require_agent_id
 from lernie_ref.core.vocab import MarkKind
@@ -107,3 +110,23 @@ def reply_published_mark_left_behind(ws: Workspace) -> tuple[str, str, str]:
     assert mark_value(ws, MarkKind.RETURNED.value, child) != tip
     assert [f.check for f in audit(ws.root).violations()] == ["marks"]
     return root, child, tip
+
+
+def crash_driver_at(world: RefinementWorld, at: Callable[[Passed], bool], to: int = 0) -> None:
+    """In a refinement world: the operator messages agent ``to``; the driver launched for it
+    runs until the first point ``at`` accepts, and is killed there."""
+    writer = world.operator_message(to)
+    while writer.key in world.actors:
+        world.step(writer)
+    driver = world.start_launch(0)
+    assert driver is not None
+    while (p := world.step(driver)) is not None and not at(p):
+        pass
+    assert p is not None, "the driver ended before the point"
+    world.crash(driver)
+
+
+def crash_in_the_delivery_window(world: RefinementWorld) -> None:
+    """`lernie prompt`, then its launched driver killed between its delivery's rename and
+    its commit (R-DRAIN-2's stray)."""
+    crash_driver_at(world, lambda p: p.name == Point.DRAIN_RENAMED)

@@ -33,7 +33,7 @@ from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import Inline, poll
 from tests.support.pause import sigkill_at
 from tests.support.processes import driver_pids, gone
-from tests.support.readers import entries, names, subjects
+from tests.support.readers import changed_in, entries, names, subjects
 from tests.support.runners import run_cli
 from tests.support.waits import wait_quiescent
 
@@ -47,15 +47,6 @@ PROGRAM = """write the notes
 """One tool step (an exec'd successor hop), then a final response: entries
 ``001-user.md``, ``002-scripted.json`` (the call), ``003-tool.json`` (its result),
 ``004-scripted.json``."""
-
-
-def changed_in(ws: Workspace, agent: str, subject: str) -> list[str]:
-    """The paths changed by the one commit of ``agent``'s branch whose subject is ``subject``."""
-    log = ws.git.run(ws.repo_git, ["log", "--format=%H %s", f"agents/{agent}"]).stdout
-    (sha,) = [line.split(" ", 1)[0] for line in log.splitlines()
-              if line.split(" ", 1)[1] == subject]
-    out = ws.git.run(ws.repo_git, ["show", "--name-only", "--format=", sha]).stdout
-    return sorted(out.split())
 
 
 def killed_at(ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, point: str,

@@ -25,7 +25,7 @@ from lernie_ref.substrate.shell import marked_pids
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import Inline, poll
 from tests.support.processes import driver_pids, gone
-from tests.support.readers import entries, lock_is_free, names
+from tests.support.readers import changed_in, entries, lock_is_free, names
 from tests.support.runners import run_cli
 from tests.support.waits import wait_quiescent
 
@@ -46,15 +46,6 @@ def tool_results(ws: Workspace, agent: str) -> list[tuple[bool, str]]:
             (block,) = json.loads(entry.data)
             out.append((bool(block["is_error"]), block["content"][0]["text"]))
     return out
-
-
-def changed_in(ws: Workspace, agent: str, commit_subject: str) -> list[str]:
-    """The paths the agent's commit with ``commit_subject`` changed."""
-    log = ws.git.run(ws.repo_git, ["log", "--format=%H %s", f"agents/{agent}"]).stdout
-    (sha,) = [line.split(" ", 1)[0] for line in log.splitlines()
-              if line.split(" ", 1)[1] == commit_subject]
-    out = ws.git.run(ws.repo_git, ["show", "--name-only", "--format=", sha]).stdout
-    return sorted(out.split())
 
 
 PROGRAM = """do the work

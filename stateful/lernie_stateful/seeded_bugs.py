@@ -26,7 +26,7 @@ from lernie_ref.actors.tools import TOOL_PARTS, ToolContext, ToolOutcome
 from lernie_ref.core.actor import Actor, Passed
 from lernie_ref.core.debt import DebtReading
 from lernie_ref.core.errors import GitOpError, LernieError
-from lernie_ref.core.ids import AgentId, parent_of
+from lernie_ref.core.ids import AgentId, parent_of, require_agent_id
 from lernie_ref.core.vocab import MESSAGES_DIR, TOOL_ORIGIN, Epitaph, MarkKind, Point
 from lernie_ref.substrate.gitrun import GitResult, GitRunner
 from lernie_ref.substrate.guarded import Dir
@@ -94,10 +94,10 @@ def _parent_recipient(
     """R-ADDR as upstream had it: a reply goes to the parent, not the last prompter."""
     parent = parent_of(agent_id)
     if str(epitaph) != Epitaph.FINAL_RESPONSE:
-        return None if parent is None else AgentId(parent)
+        return None if parent is None else require_agent_id(parent)
     if not reading.owes_a_reply([with_body(e) for e in read_entries(worktree)], agent_id):
         return None
-    return None if parent is None else AgentId(parent)
+    return None if parent is None else require_agent_id(parent)
 
 
 def _unlinking_deliver(worktree: Any, agent_id: str, item: Any, git: Any) -> Actor[str]:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +12,7 @@ from pathlib import Path
 from lernie_stateful.procfs import command_lines, processes_naming
 
 from lernie_ref.substrate.workspace import Workspace
+from lernie_ref.testing import poll
 
 __all__ = ["command_lines", "driver_pids", "gone", "processes_naming", "reap", "spawn_holder"]
 
@@ -84,3 +87,11 @@ def gone(pid: int) -> bool:
             return handle.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
     except OSError:
         return True
+
+
+def sigkill_driver(ws: Workspace, agent: str) -> int:
+    """SIGKILL the one running driver of ``agent`` and wait until it is gone; its pid."""
+    (driver,) = driver_pids(ws, agent)
+    os.kill(driver, signal.SIGKILL)
+    poll(lambda: gone(driver), "the driver to die")
+    return driver

@@ -17,9 +17,7 @@ recovery subject, its work left behind): the seeded bug `stray-result-without-it
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
 from pathlib import Path
 
 import pytest
@@ -32,7 +30,7 @@ from lernie_ref.substrate.shell import marked_pids
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import Inline, poll
 from tests.support.pause import sigkill_at
-from tests.support.processes import driver_pids, gone
+from tests.support.processes import sigkill_driver
 from tests.support.readers import changed_in, entries, names, subjects
 from tests.support.runners import run_cli
 from tests.support.waits import wait_quiescent
@@ -132,9 +130,7 @@ def test_r_tool_8_a_bash_call_killed_in_its_middle_leaves_its_half_to_its_died_r
     assert proc.returncode == 0, proc.stderr
     root = proc.stdout.strip()
     poll(ready.exists, "the command to write its half")
-    (driver,) = driver_pids(ws, root)
-    os.kill(driver, signal.SIGKILL)
-    poll(lambda: gone(driver), "the driver to die")
+    sigkill_driver(ws, root)
     scan = run_cli(["scan", str(ws.root), "--json"])
     assert scan.returncode == 0, scan.stderr
     assert json.loads(scan.stdout)["revived"] == [root]

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -24,7 +23,7 @@ from lernie_ref.substrate.lock import try_acquire
 from lernie_ref.substrate.shell import marked_pids
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import Inline, poll
-from tests.support.processes import driver_pids, gone
+from tests.support.processes import gone, sigkill_driver
 from tests.support.readers import changed_in, entries, lock_is_free, names
 from tests.support.runners import run_cli
 from tests.support.waits import wait_quiescent
@@ -150,9 +149,7 @@ def test_r_tool_7_sigkill_mid_tool_then_scan_kills_the_leftovers_and_settles_die
     assert proc.returncode == 0, proc.stderr
     root = proc.stdout.strip()
     poll(pids.exists, "the command to start its processes")
-    (driver,) = driver_pids(ws, root)
-    os.kill(driver, signal.SIGKILL)
-    poll(lambda: gone(driver), "the driver to die")
+    sigkill_driver(ws, root)
     started = [int(p) for p in pids.read_text().split()]
     assert not any(gone(pid) for pid in started)  # the tool's tree outlived its executor
     scan = run_cli(["scan", str(ws.root), "--json"])
@@ -196,9 +193,7 @@ def test_r_tool_7_the_next_hop_kills_the_leftovers_before_settling_died(
     assert proc.returncode == 0, proc.stderr
     root = proc.stdout.strip()
     poll(pids.exists, "the command to start its processes")
-    (driver,) = driver_pids(ws, root)
-    os.kill(driver, signal.SIGKILL)
-    poll(lambda: gone(driver), "the driver to die")
+    sigkill_driver(ws, root)
     started = [int(p) for p in pids.read_text().split()]
     mail = run_cli(["message", str(ws.root), root, "are you there"])
     assert mail.returncode == 0, mail.stderr

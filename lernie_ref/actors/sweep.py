@@ -45,6 +45,8 @@ the returned-mark repair it shares with the hop is :mod:`lernie_ref.actors.mark_
 from __future__ import annotations
 
 import os
+from itertools import compress
+from operator import attrgetter, methodcaller
 
 from lernie_ref.actors.mark_repair import landed_result, repair_returned_mark
 from lernie_ref.actors.probe import ProbeOutcome, probe_actor
@@ -315,7 +317,8 @@ def _sweep_one(run: _Pass, agent: AgentId) -> Actor[None]:
         # Read with the lock held: the snapshot's values count only once confirmed.
         refs, listed = hold.readings()
         condition = assess(run.ws, agent, refs, listed, lock)
-        yield Passed(Point.SCAN_ASSESSED, agent, condition.value)
+        # the condition's value read as enum stores it (``.value`` is a Python property)
+        yield Passed(Point.SCAN_ASSESSED, agent, condition._value_)
         if condition is Condition.DIED_MID_WORK:
             revive = yield from _died(hold, refs, listed)
         elif condition in _MAY_OWE and may_owe_a_result(agent, run.registry, listed, run.debt):
@@ -462,10 +465,16 @@ def _abandoned(run: _Pass) -> Actor[None]:
             yield Passed(Point.SCAN_ABANDONED, name)
 
 
+_IS_DIR = methodcaller("is_dir", follow_symlinks=False)
+_NAME = attrgetter("name")
+
+
 def _inbox_names(ws: Workspace) -> list[str]:
+    """The inbox root's directories, sorted (each entry judged in C: a thousand agents)."""
     try:
         with os.scandir(ws.inbox_root) as it:
-            return sorted(e.name for e in it if e.is_dir(follow_symlinks=False))
+            entries = list(it)
+        return sorted(map(_NAME, compress(entries, map(_IS_DIR, entries))))
     except FileNotFoundError:
         return []
     except OSError as exc:

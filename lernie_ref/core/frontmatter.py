@@ -10,6 +10,8 @@ transcript names), never from ``from:``.
 
 from __future__ import annotations
 
+from itertools import compress, repeat  # built into the interpreter: no file is read
+
 from lernie_ref.core.ids import parent_of
 
 U32_MAX = 0xFFFFFFFF
@@ -207,19 +209,19 @@ def next_sequence(names: list[str], sender: str) -> int:
     post: all((sequence_of(n, sender) or 0) < __return__ for n in names)
     post: __return__ == 1 or __return__ - 1 in [sequence_of(n, sender) for n in names]
     """
-    # sequence_of and parse_u32 as comprehensions: an inbox may hold thousands of pending
-    # names and every deposit reads them all, so no function is called per name. A name that
-    # starts with the prefix (ending in ``-``) and ends in ``.md`` cannot have them overlap.
+    # sequence_of and parse_u32 over the whole listing in C (map, compress): an inbox may
+    # hold thousands of pending names and every deposit reads them all, so no Python code
+    # runs per name. A name that starts with the prefix (ending in ``-``) and ends in
+    # ``.md`` cannot have them overlap.
     prefix = f"{sender}-"
-    start = len(prefix)
-    tails = [n[start:-3] for n in names if n.startswith(prefix) and n.endswith(MD)]
-    numbers = [
-        int(digits)
-        for tail in tails
-        if (digits := tail[1:] if tail[:1] == "+" else tail).isdigit() and digits.isascii()
-    ]
-    best = max((k for k in numbers if k <= U32_MAX), default=0)
-    return best + 1
+    mine = list(compress(names, map(str.startswith, names, repeat(prefix))))
+    mine = list(compress(mine, map(str.endswith, mine, repeat(MD))))
+    # the tail between them, one leading "+" dropped (parse_u32): ASCII digits or no number
+    tails = list(map(str.removeprefix, map(str.__getitem__, mine,
+                                           repeat(slice(len(prefix), -len(MD)))), repeat("+")))
+    ascii_tails = list(compress(tails, map(str.isascii, tails)))
+    numbers = map(int, compress(ascii_tails, map(str.isdigit, ascii_tails)))
+    return max(filter(U32_MAX.__ge__, numbers), default=0) + 1
 
 
 def _field(line: str, key: str) -> str | None:

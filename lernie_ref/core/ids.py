@@ -71,10 +71,22 @@ def as_agent_id(text: str) -> AgentId | None:
     return AgentId(text) if is_agent_id(text) else None
 
 
+_NOT_IDS = frozenset(("", ".", ".."))
+
+
 def agent_ids_among(names: Iterable[str]) -> list[AgentId]:
     """R-ID-3, R-ID-9: the names of a listing (directory entries, refs) that pass the guard,
-    as :data:`AgentId`; the others are no agent's (the listing edge's form of the guard)."""
-    return [AgentId(name) for name in names if is_agent_id(name)]
+    as :data:`AgentId`; the others are no agent's (the listing edge's form of the guard).
+
+    The guard is applied to the whole listing at once first (a thousand refs are a
+    thousand agents, nearly always): when no name is ``""``, ``.`` or ``..`` and their
+    concatenation holds no ``/``, ``\\`` or NUL, every name passes; otherwise each is
+    judged alone."""
+    listed = list(names)
+    joined = "".join(listed)
+    if "/" in joined or "\\" in joined or "\0" in joined or not _NOT_IDS.isdisjoint(listed):
+        return [AgentId(name) for name in listed if is_agent_id(name)]
+    return list(map(AgentId, listed))
 
 
 def parent_of(agent_id: str) -> str | None:

@@ -43,6 +43,8 @@ def warrant_of(history: Sequence[tuple[Role, Sequence[Block]]]) -> Warrant:
     post: __return__ != Warrant.MODEL_CALL_DUE or history[-1][0] in ("user", "tool")
     post: __return__ != Warrant.NOTHING_DUE or not history or history[-1][0] not in ("user", "tool")
     """  # noqa: E501
+    if not history:  # no message: nothing is due (an agent that never took a step)
+        return Warrant.NOTHING_DUE
     asked: set[str] = set()
     answered: set[str] = set()
     for _role, blocks in history:

@@ -57,13 +57,18 @@ if TYPE_CHECKING:
     path. Paths built from it keep its type."""
 
 
-def _join(base: P, *parts: str) -> P:
-    return type(base)(os.path.join(base, *parts))
-
-
 def inbox_dir(ws: P, agent_id: AgentId) -> P:
     """R-DEP-1: ``<ws>/inbox/<agent_id>/``, the deposit target and the lock's home."""
-    return _join(ws, INBOX_DIR, agent_id)
+    return type(ws)(_inbox_text(ws, agent_id))
+
+
+def _inbox_text(ws: str | Path, agent_id: AgentId) -> str:
+    """:func:`inbox_dir` as text, joined as ``os.path.join`` joins it (an id is one
+    component, never absolute), without its generic code: every deposit asks."""
+    root = os.fspath(ws)
+    if root and root[-1] != "/":
+        return f"{root}/{INBOX_DIR}/{agent_id}"
+    return f"{root}{INBOX_DIR}/{agent_id}"
 
 
 class Pending(tuple[str, int, "Path", str]):
@@ -140,12 +145,14 @@ def pending(
     path: the same directory, without walking the path again. ``temps``: a list that
     receives the names of writers' temp files met in the same listing (R-DEP-6).
     """
-    from pathlib import Path
-
     try:
         names = os.listdir(inbox if held is None else held)
     except FileNotFoundError:
         return []
+    if not names:  # an empty inbox, the common case of a sweep and a flush: nothing to make
+        return []
+    from pathlib import Path
+
     out: list[Pending] = []
     for name in names:
         sender = sender_of(name)
@@ -231,7 +238,7 @@ def _publish_actor(
     if sender.startswith(".") or "\n" in sender or "\r" in sender:
         raise NotASender(sender)  # R-ID-7, D-18: its mail would be invisible or forged
     # The directory as text for the error messages; the one path object made is the result.
-    directory = os.path.join(ws, INBOX_DIR, recipient)
+    directory = _inbox_text(ws, recipient)
     try:
         inbox = guarded.walk(ws, (INBOX_DIR, recipient), create=True)
     except OSError as exc:
@@ -240,7 +247,7 @@ def _publish_actor(
         name = yield from _publish_in(
             inbox, directory, recipient, sender, body, stream, publish
         )
-    return _join(ws, INBOX_DIR, recipient, name)
+    return type(ws)(f"{directory}/{name}")
 
 
 def _publish_in(
@@ -301,7 +308,7 @@ def _publish_in(
         inbox.fsync()
     except OSError as exc:
         raise DepositError.io(directory, exc) from None
-    return os.path.join(directory, final)
+    return final
 
 
 def _unlink_quietly(inbox: guarded.Dir, name: str) -> None:

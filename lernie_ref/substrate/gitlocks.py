@@ -95,6 +95,11 @@ def _admin_name(text: str, repo_git: Path, worktree: str | Path, agent_id: Agent
     """The name of the worktree's admin directory under ``repo.git/worktrees/``, from the
     text of its ``.git`` file (as :func:`worktree_admin_dir` reads it)."""
     name: str = agent_id
+    if text.endswith(f"/worktrees/{agent_id}\n") and not agent_id[-1].isspace():
+        # The pointer as git writes it (``gitdir: <repo>/worktrees/<id>``, one line). Every
+        # reading below names the id for such a text (a text with no ``gitdir: `` falls
+        # back to it): one comparison instead of the parse, for every agent of a pass.
+        return name
     if text.startswith("gitdir: "):
         pointed = text[len("gitdir: ") :].strip()
         if "//" in pointed or "/./" in pointed or pointed.endswith(("/", "/.")):
@@ -130,12 +135,11 @@ class LockLook:
         except (OSError, UnicodeDecodeError):
             text = ""
         name = _admin_name(text, self._repo_git, worktree, agent_id)
+        # ``faccessat(F_OK)`` with the effective ids: true exactly when ``stat`` succeeds
+        # (what ``os.path.exists`` answers), with no exception raised for a missing file
         for lock in WORKTREE_LOCKS:
-            try:
-                os.stat(f"{name}/{lock}", dir_fd=self._admins)
-            except OSError:  # what ``os.path.exists`` answers False for
-                continue
-            return True
+            if os.access(f"{name}/{lock}", os.F_OK, dir_fd=self._admins, effective_ids=True):
+                return True
         return False
 
     def close(self) -> None:
@@ -182,14 +186,18 @@ def _read_text(path: str, dir_fd: int | None = None) -> str:
     (``path`` relative to ``dir_fd`` when given)."""
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC, dir_fd=dir_fd)
     try:
-        chunks = [os.read(fd, 1 << 16)]
+        data = os.read(fd, 1 << 16)
         # a regular file's read comes back short only at its end (a `.git` pointer is a
         # line): no second read to see the end, unless the first one filled the buffer
-        while len(chunks[-1]) == 1 << 16:
-            chunks.append(os.read(fd, 1 << 16))
+        if len(data) == 1 << 16:
+            chunks = [data]
+            while len(chunks[-1]) == 1 << 16:
+                chunks.append(os.read(fd, 1 << 16))
+            data = b"".join(chunks)
     finally:
         os.close(fd)
-    return b"".join(chunks).decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+    text = data.decode("utf-8")
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 
 
 def live_git_users(worktree: Path, agent_id: AgentId) -> list[int]:

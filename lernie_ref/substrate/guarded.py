@@ -37,6 +37,7 @@ from lernie_ref.core.errors import ContainmentError
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 DIR_FLAGS = _DIR_FLAGS
+_CREATE_NEW = os.O_CREAT | os.O_EXCL
 """How a directory below the root is opened relative to its parent's descriptor."""
 
 
@@ -89,7 +90,12 @@ class Dir:
             os.close(fd)
 
     def show(self, name: str) -> str:
-        return os.path.join(self.path, name)
+        """``os.path.join(self.path, name)``, without its generic code (every step of a walk
+        names its directory)."""
+        path = self.path
+        if name[:1] == "/":
+            return name
+        return f"{path}/{name}" if path and path[-1] != "/" else f"{path}{name}"
 
     def sub(self, name: str, *, create: bool = False, last: bool = True) -> Dir:
         """The directory ``name`` in this one (made with mode 0777 & ~umask when ``create``).
@@ -136,7 +142,9 @@ class Dir:
                 raise _link_refused(self.show(name)) from None
             raise _named(exc, self.show(name)) from None  # the caller reports it with the path
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
+            # A name this open created (O_CREAT|O_EXCL fails on any name already there, a
+            # link included) is a new regular file: only another open needs the check.
+            if flags & _CREATE_NEW != _CREATE_NEW and not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise ContainmentError(f"{self.show(name)} is not a regular file; refused (R-WS-7)")
             if extra & os.O_NONBLOCK:
                 os.set_blocking(fd, True)
@@ -224,9 +232,15 @@ def walk(root: str | os.PathLike[str], parts: tuple[str, ...], *, create: bool =
     ``create`` makes missing components (``mkdirat``). Raises ContainmentError on a link
     or a non-directory, ``FileNotFoundError`` for a missing one when not creating.
     """
-    current = open_root(root)
+    current = _open_first(root, parts)
+    if current is None:
+        current = open_root(root)
+        start = 0
+    else:
+        start = 1
     try:
-        for index, name in enumerate(parts):
+        for index in range(start, len(parts)):
+            name = parts[index]
             nxt = current.sub(name, create=create, last=index == len(parts) - 1)
             current.close()
             current = nxt
@@ -234,6 +248,27 @@ def walk(root: str | os.PathLike[str], parts: tuple[str, ...], *, create: bool =
         current.close()
         raise
     return current
+
+
+def _open_first(root: str | os.PathLike[str], parts: tuple[str, ...]) -> Dir | None:
+    """``root/parts[0]`` opened by one ``open``, or ``None``: the kernel follows links in
+    the root's own path, as :func:`open_root` does, and refuses one at the last component
+    (``O_NOFOLLOW``), as :meth:`Dir.sub` does; the same directory, one call instead of two
+    and a close. On any failure (missing, a link, not a directory) the step by step walk
+    runs instead, so every outcome and error is its own."""
+    if not parts:
+        return None
+    name = parts[0]
+    if not name or name in (".", "..") or "/" in name or "\0" in name:
+        return None  # the walk refuses it by name
+    shown = os.fspath(root)
+    if not shown:
+        return None  # no root: open_root's error
+    shown = f"{shown}/{name}" if shown[-1] != "/" else f"{shown}{name}"
+    try:
+        return Dir(os.open(shown, _DIR_FLAGS), shown)
+    except (OSError, ValueError):
+        return None
 
 
 def walk_tail(path: str | os.PathLike[str], depth: int, *, create: bool = False) -> Dir:

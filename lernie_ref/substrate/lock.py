@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from types import TracebackType
     from typing import NoReturn
 
+    from lernie_ref.core.ids import AgentId
+
 I32_MIN, I32_MAX = -(2**31), 2**31 - 1
 
 
@@ -125,12 +127,13 @@ class InboxAt:
     """``<ws>/inbox/<id>`` to be opened from a descriptor of ``<ws>/inbox`` that the caller
     opened through the guarded walk (R-WS-7) and holds: one ``openat(dir_fd, <id>,
     O_DIRECTORY|O_NOFOLLOW)``, the walk's own last step, instead of the walk from the root
-    (the sweep probes every agent's lock). Anything but a directory there takes the full
-    walk, so every outcome and error is the walk's."""
+    (the sweep probes every agent's lock). ``name`` is an :data:`AgentId`, so one path
+    component already (R-ID-9: not checked again). Anything but a directory there takes the
+    full walk, so every outcome and error is the walk's."""
 
     __slots__ = ("dir_fd", "name", "path")
 
-    def __init__(self, dir_fd: int, name: str, path: str | Path) -> None:
+    def __init__(self, dir_fd: int, name: AgentId, path: str | Path) -> None:
         self.dir_fd = dir_fd
         self.name = name
         self.path = path
@@ -139,20 +142,14 @@ class InboxAt:
         return os.fspath(self.path)
 
 
-def _plain(name: str) -> bool:
-    """One path component, opened with ``openat`` from the inbox root's descriptor."""
-    return name not in ("", ".", "..") and "/" not in name and "\0" not in name
-
-
 def try_acquire(inbox: str | Path | InboxAt) -> ExecutorLock | None:
     """R-LOCK-1: create ``inbox`` if needed and take the lock; ``None`` iff it is busy."""
     fd = -1
-    if isinstance(inbox, InboxAt) and _plain(inbox.name):
+    if isinstance(inbox, InboxAt):
         try:
             fd = os.open(inbox.name, guarded.DIR_FLAGS, dir_fd=inbox.dir_fd)
         except OSError:
             fd = -1  # missing, a link, not a directory: the walk decides, as always
-    if isinstance(inbox, InboxAt):
         inbox = inbox.path
     if fd < 0:
         try:  # <ws>/inbox/<id>: two real directories below the root (R-WS-7)
@@ -168,15 +165,14 @@ def try_acquire_present(inbox: str | Path | InboxAt) -> tuple[bool, ExecutorLock
     of :func:`try_acquire` ``)``. A directory reached by one ``openat`` from the caller's
     descriptor is locked at once; anything else there takes the check and the full walk."""
     if isinstance(inbox, InboxAt):
-        if _plain(inbox.name):
-            try:
-                fd = os.open(inbox.name, guarded.DIR_FLAGS, dir_fd=inbox.dir_fd)
-            except FileNotFoundError:
-                return False, None
-            except OSError:
-                fd = -1  # a link, not a directory: as below
-            if fd >= 0:
-                return True, _flock(fd, inbox.path)
+        try:
+            fd = os.open(inbox.name, guarded.DIR_FLAGS, dir_fd=inbox.dir_fd)
+        except FileNotFoundError:
+            return False, None
+        except OSError:
+            fd = -1  # a link, not a directory: as below
+        if fd >= 0:
+            return True, _flock(fd, inbox.path)
         inbox = inbox.path
     if not os.path.isdir(inbox):
         return False, None

@@ -36,6 +36,7 @@ without a git process, and the caller asks git whenever they return no plain ans
 
 from __future__ import annotations
 
+from itertools import compress, repeat
 from pathlib import Path
 
 from lernie_ref.core.errors import LernieError
@@ -170,18 +171,22 @@ class RefOids:
         """One ``git for-each-ref``; a git failure raises :class:`GitError`."""
         out = git.run(repo_git, ["for-each-ref", "--format=%(refname)%00%(objectname)",
                                  AGENT_REF_PREFIX, MARK_REF_PREFIX]).stdout
-        oids: dict[str, str] = {}
-        for line in out.splitlines():
-            name, nul, oid = line.partition("\0")
-            if nul and "\0" not in oid:
-                oids[name] = oid
+        lines = out.splitlines()
+        try:  # every line is <name> NUL <oid>: the whole output in one step
+            oids: dict[str, str] = dict(map(str.split, lines, repeat("\0")))
+        except ValueError:  # some line is not: the others, line by line
+            oids = {}
+            for line in lines:
+                name, nul, oid = line.partition("\0")
+                if nul and "\0" not in oid:
+                    oids[name] = oid
         return cls(oids)
 
     def agent_ids(self) -> list[AgentId]:
         """R-WS-3, R-ID-9: every agent id, sorted (as :meth:`RefSnapshot.agent_ids`)."""
-        start = len(AGENT_REF_PREFIX)
-        return sorted(agent_ids_among(r[start:] for r in self.oids
-                                      if r.startswith(AGENT_REF_PREFIX)))
+        refs = list(self.oids)
+        heads = compress(refs, map(str.startswith, refs, repeat(AGENT_REF_PREFIX)))
+        return sorted(agent_ids_among(map(str.removeprefix, heads, repeat(AGENT_REF_PREFIX))))
 
     def agent_oids(self, agent: str) -> AgentOids | None:
         tip = self.oids.get(AGENT_REF_PREFIX + agent)

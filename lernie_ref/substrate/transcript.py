@@ -100,6 +100,9 @@ class Transcript:
             return list(self._given)
         names = self._listing()
         seqs, below = self._seqs, self._below
+        if not seqs:  # no numbered name: nothing (more) to hand out
+            self._below = -1
+            return list(self._given)
         order = sorted(range(len(seqs)), key=seqs.__getitem__, reverse=True)  # stable
         if below is not None:
             order = [j for j in order if seqs[j] < below]
@@ -122,6 +125,9 @@ class Transcript:
             names = []
         except OSError as exc:
             raise TranscriptError(f"read transcript {self.directory}: {io_text(exc)}") from None
+        if not names:  # no entry (a missing directory too): no numbers to read
+            self._names = names
+            return names
         # The number of every name whose text before its first "-" is a (possibly
         # "+"-signed) decimal number: a superset of the entries, read in bulk in C.
         heads = list(map(str.lstrip, map(itemgetter(0), map(str.partition, names,

@@ -221,7 +221,8 @@ def next_sequence(names: list[str], sender: str) -> int:
                                            repeat(slice(len(prefix), -len(MD)))), repeat("+")))
     ascii_tails = list(compress(tails, map(str.isascii, tails)))
     numbers = map(int, compress(ascii_tails, map(str.isdigit, ascii_tails)))
-    return max(filter(U32_MAX.__ge__, numbers), default=0) + 1
+    best = max(filter(U32_MAX.__ge__, numbers), default=0)
+    return best + 1
 
 
 def _field(line: str, key: str) -> str | None:

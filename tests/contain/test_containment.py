@@ -137,3 +137,70 @@ def test_r_ws_7_a_link_swapped_in_after_the_walk_changes_nothing(tmp_path: Path)
         box.write_new("f", b"inside")
     assert os.listdir(tmp_path / "away") == []
     assert (tmp_path / "box.old" / "f").read_bytes() == b"inside"
+
+
+def _step_by_step(root: str, parts: tuple[str, ...], create: bool) -> guarded.Dir:
+    """The walk one component at a time from the opened root (the oracle of the walk that
+    opens its first component with the root in one call)."""
+    current = guarded.open_root(root)
+    try:
+        for index, name in enumerate(parts):
+            nxt = current.sub(name, create=create, last=index == len(parts) - 1)
+            current.close()
+            current = nxt
+    except BaseException:
+        current.close()
+        raise
+    return current
+
+
+def _walk_outcome(
+    walk: object, tree: Path, root: str, parts: tuple[str, ...], create: bool
+) -> tuple[str, ...]:
+    """What a walk did: the directory it opened (its shown path and where it is), or its
+    error's type, text and file name; and what it created. The tree's own name is ``<t>``."""
+    def shown(text: object) -> str:
+        return str(text).replace(str(tree), "<t>")
+
+    try:
+        with walk(root, parts, create=create) as where:  # type: ignore[operator]
+            real = os.readlink(f"/proc/self/fd/{where.fd}")
+            got: tuple[str, ...] = ("opened", shown(where.path), shown(real))
+    except (OSError, ContainmentError) as exc:
+        name = getattr(exc, "filename", None)
+        got = (type(exc).__name__, shown(exc), shown(name))
+    made = sorted(shown(p) for p in tree.rglob("*"))
+    return (*got, *made)
+
+
+@pytest.mark.parametrize("create", [False, True])
+@pytest.mark.parametrize("root_form", ["plain", "slash", "alias"])
+@pytest.mark.parametrize("first", ["dir", "link", "file", "missing", "fifo", "loop", ".."])
+def test_r_ws_7_the_first_step_taken_with_the_root_answers_as_two_steps(
+    tmp_path: Path, first: str, root_form: str, create: bool
+) -> None:
+    """The walk opens the root and its first component in one call (links followed in the
+    root's own path, refused at the component): every outcome is the step-by-step walk's,
+    the directory opened, the error (type, text, path) and what was created."""
+    outcomes = []
+    for side, walk in (("a", guarded.walk), ("b", _step_by_step)):
+        tree = tmp_path / side
+        ws = tree / "ws"
+        (ws / "real").mkdir(parents=True)
+        (tree / "outside").mkdir()
+        if first == "dir":
+            (ws / "inbox").mkdir()
+        elif first == "link":
+            (ws / "inbox").symlink_to(tree / "outside")
+        elif first == "file":
+            (ws / "inbox").write_bytes(b"")
+        elif first == "fifo":
+            os.mkfifo(ws / "inbox")
+        elif first == "loop":
+            (ws / "inbox").symlink_to(ws / "inbox")
+        root = {"plain": str(ws), "slash": f"{ws}/", "alias": str(tree / "alias")}[root_form]
+        if root_form == "alias":
+            (tree / "alias").symlink_to(ws)
+        parts = ("..", "x") if first == ".." else ("inbox", "agent")
+        outcomes.append(_walk_outcome(walk, tree, root, parts, create))
+    assert outcomes[0] == outcomes[1]

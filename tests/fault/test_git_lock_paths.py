@@ -21,6 +21,11 @@ PIECES = st.sampled_from(["/", ".", "..", "worktrees", "x", AGENT, "//", "/./", 
 @example(pointer="/ws/repo.git/worktrees/./x", plain=True)
 @example(pointer="/ws/repo.git/worktrees//x\n", plain=True)
 @example(pointer="worktrees/x", plain=True)
+@example(pointer=f"/ws/repo.git/worktrees/{AGENT}\n", plain=True)  # as git writes it
+@example(pointer=f"/ws/repo.git/worktrees/{AGENT}\n", plain=False)
+@example(pointer=f"/ws//./worktrees/{AGENT}\n", plain=True)
+@example(pointer=f" worktrees/{AGENT}\n", plain=True)
+@example(pointer=f"/worktrees/{AGENT}\n\n", plain=True)
 @given(pointer=st.lists(PIECES, max_size=8).map("".join), plain=st.booleans())
 def test_r_ws_8_text_lock_paths_are_the_pathlib_ones(pointer: str, plain: bool) -> None:
     import tempfile
@@ -53,6 +58,10 @@ LOCK_PIECES = st.sampled_from(["x", AGENT, f"{AGENT}1", "..", "."])
 
 @settings(max_examples=200, deadline=None)
 @example(pointer="/ws/repo.git/worktrees//x\n", plain=True, admin="x", lock="index.lock")
+@example(pointer=f"/ws/repo.git/worktrees/{AGENT}\n", plain=True, admin=AGENT, lock="HEAD.lock")
+@example(pointer=f"/ws/repo.git/worktrees/{AGENT}\n", plain=True, admin=AGENT, lock=None)
+@example(pointer=f"/ws/repo.git/worktrees/{AGENT}1\n", plain=True, admin=f"{AGENT}1",
+         lock="index.lock")
 @given(
     pointer=st.lists(PIECES, max_size=8).map("".join),
     plain=st.booleans(),

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lernie_ref.core import ids
 from lernie_ref.core.clock import FixedClock
@@ -27,6 +29,7 @@ from lernie_ref.inbox import (
     deposit_child_result,
     deposit_result,
 )
+from lernie_ref.substrate.gitrun import GitResult
 from lernie_ref.substrate.refsnap import RefOids
 from lernie_ref.substrate.workspace import Workspace
 from lernie_ref.testing import Inline
@@ -174,3 +177,42 @@ def test_r_id_9_only_the_ids_module_makes_an_agent_id() -> None:
             )
     assert makers, "the ids module makes them"
     assert {m.split(":")[0] for m in makers} == {"lernie_ref/core/ids.py"}, makers
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["a", "-", ".", "..", "/", "\\", "\0", "", "x1"]),
+                         max_size=4).map("".join), max_size=6))
+def test_r_id_9_a_listing_keeps_exactly_the_names_the_guard_accepts(names: list[str]) -> None:
+    """R-ID-3, R-ID-9: a listing's guard (applied to the whole listing at once when it can)
+    keeps the names :func:`is_agent_id` accepts, in order, and no other."""
+    assert ids.agent_ids_among(iter(names)) == [n for n in names if ids.is_agent_id(n)]
+
+
+class _Printed:
+    """A git runner that answers every call with fixed output (what ``for-each-ref``
+    printed), to feed the reader lines git itself would not print."""
+
+    def __init__(self, stdout: str) -> None:
+        self.stdout = stdout
+
+    def run(
+        self, cwd: Path, args: Sequence[str], *, check: bool = True, input: bytes | None = None
+    ) -> GitResult:
+        return GitResult(0, self.stdout, "")
+
+
+@pytest.mark.parametrize("odd", ["", "refs/heads/agents/c", "refs/heads/agents/c\0x\0y"])
+def test_r_id_9_a_ref_line_that_is_not_a_name_and_an_id_names_no_agent(
+    tmp_path: Path, odd: str
+) -> None:
+    """The registry's one ``for-each-ref`` read whole: a line that is not ``<name> NUL <oid>``
+    is left out and every other line kept (as when each line is read alone)."""
+    lines = ["refs/heads/agents/a\0" + "1" * 40, odd, "refs/heads/agents/b\0" + "2" * 40,
+             "refs/lernie/returned/a\0" + "3" * 40]  # fmt: skip
+    oids = RefOids.read(_Printed("\n".join(lines) + "\n"), tmp_path)
+    assert oids.oids == {
+        "refs/heads/agents/a": "1" * 40,
+        "refs/heads/agents/b": "2" * 40,
+        "refs/lernie/returned/a": "3" * 40,
+    }
+    assert oids.agent_ids() == ["a", "b"]

@@ -299,3 +299,39 @@ def test_r_id_7_a_sender_whose_mail_no_reader_could_take_is_declined(
     with pytest.raises(NotASender):
         deposit(ws.root, "R-1", bad, "x", fixed_clock)
     assert snapshot(ws.root) == before
+
+
+@pytest.mark.parametrize("form", ["text", "text/", "path"])
+def test_r_dep_1_a_relative_workspace_gets_the_path_of_the_file_written(
+    ws: Workspace, fixed_clock: FixedClock, monkeypatch: pytest.MonkeyPatch, form: str
+) -> None:
+    """The path a deposit returns is the file it published, for a workspace named relative
+    to the working directory too (it once named the inbox twice: ``w/inbox/R-1/w/inbox/...``),
+    in the type it was given."""
+    monkeypatch.chdir(ws.root.parent)
+    name = ws.root.name
+    where = {"text": name, "text/": name + "/", "path": ws.root.relative_to(ws.root.parent)}[form]
+    path = deposit(where, "R-1", "user", "steer left\n", fixed_clock)
+    assert type(path) is type(where)
+    assert os.path.normpath(path) == os.path.join(name, "inbox", "R-1", "user-001.md")
+    assert os.path.samefile(path, ws.root / "inbox" / "R-1" / "user-001.md")
+    assert inbox_dir(where, "R-1") == type(where)(os.path.join(where, "inbox", "R-1"))
+
+
+def test_r_dep_2_the_number_is_read_from_every_name_of_a_long_listing(
+    ws: Workspace, fixed_clock: FixedClock
+) -> None:
+    """R-DEP-2 over a listing of many names of several shapes (the number is read from the
+    whole listing at once): one above the sender's largest u32, whatever else is there."""
+    box = inbox_dir(ws.root, "R-1")
+    box.mkdir(parents=True)
+    names = [f"user-{k:03d}.md" for k in range(1, 300, 7)] + [
+        "user-+400.md", "user-4294967296.md", "user-\u0665\u0660\u0660.md", "user-1_000.md",
+        "user- 900.md", "user-450.md.tmp", ".user-999.md.1.abcdefabcdef.tmp", "p2-977.md",
+        "xuser-800.md", "user-x-600.md",
+    ]  # fmt: skip
+    for name in names:
+        (box / name).write_bytes(b"x")
+    assert deposit(ws.root, "R-1", "user", "a", fixed_clock).name == "user-401.md"
+    assert deposit(ws.root, "R-1", "p2", "b", fixed_clock).name == "p2-978.md"
+    assert deposit(ws.root, "R-1", "user-x", "c", fixed_clock).name == "user-x-601.md"

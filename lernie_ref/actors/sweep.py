@@ -48,7 +48,6 @@ import os
 from itertools import compress
 from operator import attrgetter, methodcaller
 
-from lernie_ref.actors.mark_repair import landed_result, repair_returned_mark
 from lernie_ref.actors.probe import ProbeOutcome, probe_actor
 from lernie_ref.actors.readings import (
     Refs,
@@ -358,6 +357,8 @@ def _died(hold: _Hold, refs: Refs, listed: Transcript) -> Actor[bool]:
     elif result_on_disk(ws, parent, agent, tip):
         # a kill between the obituary's publish and its mark (R-SCAN-11)
         if hold.lock is not None:
+            from lernie_ref.actors.mark_repair import repair_returned_mark  # seldom needed
+
             hold.clear_git_locks()
             repair_returned_mark(ws, agent, tip, parent)
     else:
@@ -388,6 +389,9 @@ def _at_rest(hold: _Hold, condition: Condition, refs: Refs, listed: Transcript) 
     ws = run.ws
     tip = refs.tip()
     if hold.lock is not None:  # R-SCAN-11: a result whose mark a kill left behind
+        # loaded for the agents that may owe a result, not for a quiet pass
+        from lernie_ref.actors.mark_repair import landed_result, repair_returned_mark
+
         returned = refs.mark(MarkKind.RETURNED)
         try:
             landed = None

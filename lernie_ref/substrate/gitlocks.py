@@ -34,7 +34,7 @@ from pathlib import Path
 from lernie_ref.core.errors import StaleLockError, io_text
 from lernie_ref.core.ids import AgentId
 from lernie_ref.core.vocab import AGENT_REF_PREFIX, MARK_REF_PREFIX, REPO_DIR, MarkKind
-from lernie_ref.substrate import guarded, procfs
+from lernie_ref.substrate import guarded
 
 WORKTREE_LOCKS = ("index.lock", "HEAD.lock")
 """Lock files in the agent's worktree admin directory ``repo.git/worktrees/<name>/``."""
@@ -292,6 +292,8 @@ def live_git_in(ws_root: Path) -> list[int]:
 def _live_gits(root: str, names: Callable[[bytes], bool]) -> list[int]:
     """Pids of live ``git`` processes (zombies excluded, this process never) whose working
     directory is ``root`` or below it, or one of whose arguments ``names`` accepts."""
+    from lernie_ref.substrate import procfs  # only when a lock file is there: a scan seldom
+
     found: list[int] = []
     try:
         pids = procfs.pids()

@@ -97,8 +97,8 @@ MUTANTS: tuple[Mutant, ...] = (
         ci=True),
     Mutant(
         "deposit-number-from-count", "lernie_ref/core/frontmatter.py",
-        "    best = max((k for k in numbers if k <= U32_MAX), default=0)\n    return best + 1",
-        "    return len(numbers) + 1",
+        "    best = max(filter(U32_MAX.__ge__, numbers), default=0)\n    return best + 1",
+        "    return len(mine) + 1",
         "R-DEP-2", "a deposit's number is the count of the sender's deposits plus one",
         (tests("tests/foundation/test_deposit.py::"
                "test_r_dep_2_sequence_across_foreign_and_malformed_names"), refine())),

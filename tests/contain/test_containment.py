@@ -14,6 +14,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from lernie_ref.core.errors import ContainmentError
 from lernie_ref.substrate import guarded
@@ -204,3 +206,13 @@ def test_r_ws_7_the_first_step_taken_with_the_root_answers_as_two_steps(
         parts = ("..", "x") if first == ".." else ("inbox", "agent")
         outcomes.append(_walk_outcome(walk, tree, root, parts, create))
     assert outcomes[0] == outcomes[1]
+
+
+@given(
+    path=st.lists(st.sampled_from(["/", "ws", ".", "a b", "//"]), max_size=4).map("".join),
+    name=st.lists(st.sampled_from(["/", "inbox", ".", "x", ""]), max_size=3).map("".join),
+)
+def test_r_ws_7_a_directory_names_its_entries_as_os_path_join_does(path: str, name: str) -> None:
+    """What an error message names (a directory's path and an entry in it) is the path
+    ``os.path.join`` would give, whatever the two texts are."""
+    assert guarded.Dir(-1, path).show(name) == os.path.join(path, name)

@@ -37,8 +37,8 @@ from lernie_ref.core.errors import ContainmentError
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 DIR_FLAGS = _DIR_FLAGS
-_CREATE_NEW = os.O_CREAT | os.O_EXCL
 """How a directory below the root is opened relative to its parent's descriptor."""
+_CREATE_NEW = os.O_CREAT | os.O_EXCL
 
 
 def _is_link(parent_fd: int, name: str) -> bool:

@@ -244,7 +244,8 @@ def _i19(at: At) -> str:
             continue
         h = ag.history.value
         due = P.work_due(h.entries)
-        if due != "nothing due" and not ag.inbox and not P.parked_at_tip(h):
+        stray = ag.uncommitted or ag.stray_step  # the next scan revives it (R-SCAN-10)
+        if due != "nothing due" and not ag.inbox and not P.parked_at_tip(h) and not stray:
             why.append(f"{name(a)} has work due ({due}) with nothing to wake it")
     return ("with no process left and no launch in flight, no lock may be held and every "
             "agent with work due must be recoverable and every owed reply landed, but "

@@ -676,9 +676,10 @@ def i18_stray_recovery(e: Edge) -> bool:
 
 def i19_recovery(e: Edge) -> bool:
     """With no process left and no launch in flight, crashes included: no lock is
-    held, every agent with work due can be picked up, every reply owed to an
-    agent has landed or is one the sweep re-sends, and no earlier owed reply was
-    lost (R-DRAIN-8). That a scan then relaunches the dead is I-20."""
+    held, every agent with work due can be picked up (its mail, a parked mark, a
+    reported death, a mark behind its tip, or a stray its tip does not hold), every
+    reply owed to an agent has landed or is one the sweep re-sends, and no earlier
+    owed reply was lost (R-DRAIN-8). That a scan then relaunches the dead is I-20."""
     st = e.post
     if not _at_rest(st):
         return True
@@ -693,8 +694,13 @@ def i19_recovery(e: Edge) -> bool:
             continue  # a terminal entry left uncommitted: the next scan revives it (I-20)
         if work_due(h.entries) != "nothing due":
             reported = returned_at_tip(h) and h.results[-1].kind == DIED
+            # an entry moved into messages/ its tip does not hold (a driver killed between
+            # a rename and its commit): the tip has not moved past the last result, so no
+            # `died` is owed (R-SCAN-5), and the next scan revives the agent (R-SCAN-10),
+            # whose hop commits the stray first (R-DRAIN-2)
+            stray = bool(ag.uncommitted) or ag.stray_step
             if not (ag.inbox or parked_at_tip(h) or reported or par == NOBODY
-                    or not returned_at_tip(h)):
+                    or not returned_at_tip(h) or stray):
                 return False
         elif h.entries and is_terminal(h.entries[-1]):
             owed, to = reply(h.entries, a, e.scope)

@@ -11,8 +11,14 @@ import pytest
 from lernie_spec.check import Outcome, run
 from lernie_spec.coverage import Coverage
 from lernie_spec.explore import canonical, explore, sorted_form
-from lernie_spec.model import Profile, Scope, State, initial, successors
-from lernie_spec.properties import quiescent, state_violations, step_violations
+from lernie_spec.model import NOBODY, Profile, Scope, State, Step, initial, successors
+from lernie_spec.properties import (
+    quiescent,
+    returned_at_tip,
+    state_violations,
+    step_violations,
+    work_due,
+)
 from lernie_spec.variants import BY_NAME, DEFAULT, SCOPES, VARIANTS, NamedScope, Variant
 
 _CACHE: dict[str, Outcome] = {}
@@ -88,6 +94,29 @@ def test_i_20_holds_for_the_reference_after_the_same_steps() -> None:
     for step, post in sweeps:
         assert step.launched and "revive P" in step.text
         assert not step_violations(pre, step, post, scope)
+
+
+def test_i_19_a_delivery_stray_behind_a_childs_answer_is_recovered_not_stranded() -> None:
+    # P dispatches C and C answers, its returned mark at its tip; the operator then
+    # messages C and C's driver dies between the delivery's rename and its commit. At
+    # rest, C has work due, no mail, no obituary and its mark at its unmoved tip: no
+    # `died` is owed (R-SCAN-5) and the next scan revives C (R-SCAN-10), whose hop
+    # commits the stray first (R-DRAIN-2). No default world holds two inputs to a child
+    # and a crash; this one does, and it reaches that state.
+    scope = Scope((NOBODY, 0), (True, False), messages=2, advances=0, stops=0, scans=0,
+                  crashes=1, tools=0, sends=1, exhaust=0, max_procs=2)
+    strays: list[State] = []
+
+    def observe(pre: State, step: Step, post: State) -> None:
+        c = post.agents[1]
+        h = c.history.value
+        if (quiescent(post) and c.uncommitted and returned_at_tip(h)
+                and work_due(h.entries) == "call due"):
+            strays.append(post)
+
+    r = explore(Profile(), scope, observe=observe)
+    assert r.complete and r.violations == {}
+    assert strays and not state_violations(strays[0], scope)
 
 
 def test_i_5_overwriting_deposit_shortest_trace_is_four_steps() -> None:

@@ -13,6 +13,7 @@ from typing import Any
 from hypothesis import strategies as hst
 from lernie_stateful.refinement import RefinementMachine, World
 
+from lernie_ref.core.ids import require_agent_id
 from lernie_ref.core.vocab import MESSAGES_DIR, Point
 
 P, C = 0, 1
@@ -40,7 +41,7 @@ def _kill_childs_delivery_after_its_answer(world: World, at: str) -> None:
 
 def _died_from_c(world: World) -> list[str]:
     """The `died` obituaries from C that reached P (pending or delivered)."""
-    pid, cid = world.ids[P] or "", world.ids[C] or ""
+    pid, cid = require_agent_id(world.ids[P] or ""), world.ids[C] or ""
     places = [world.ws.worktree(pid) / MESSAGES_DIR, world.ws.inbox_dir(pid)]
     return [n.name for where in places if where.is_dir() for n in where.iterdir()
             if cid in n.name and "epitaph: died" in n.read_text()]

@@ -97,6 +97,20 @@ class Dir:
             return name
         return f"{path}/{name}" if path and path[-1] != "/" else f"{path}{name}"
 
+    def down(self, parts: tuple[str, ...], *, create: bool = False) -> Dir:
+        """The directory ``parts`` below this one, one :meth:`sub` per component; this
+        descriptor is handed over: closed once the next one is open, or on an error."""
+        current = self
+        try:
+            for index, name in enumerate(parts):
+                nxt = current.sub(name, create=create, last=index == len(parts) - 1)
+                current.close()
+                current = nxt
+        except BaseException:
+            current.close()
+            raise
+        return current
+
     def sub(self, name: str, *, create: bool = False, last: bool = True) -> Dir:
         """The directory ``name`` in this one (made with mode 0777 & ~umask when ``create``).
 
@@ -232,22 +246,10 @@ def walk(root: str | os.PathLike[str], parts: tuple[str, ...], *, create: bool =
     ``create`` makes missing components (``mkdirat``). Raises ContainmentError on a link
     or a non-directory, ``FileNotFoundError`` for a missing one when not creating.
     """
-    current = _open_first(root, parts)
-    if current is None:
-        current = open_root(root)
-        start = 0
-    else:
-        start = 1
-    try:
-        for index in range(start, len(parts)):
-            name = parts[index]
-            nxt = current.sub(name, create=create, last=index == len(parts) - 1)
-            current.close()
-            current = nxt
-    except BaseException:
-        current.close()
-        raise
-    return current
+    first = _open_first(root, parts)
+    if first is None:
+        return open_root(root).down(parts, create=create)
+    return first.down(parts[1:], create=create)
 
 
 def _open_first(root: str | os.PathLike[str], parts: tuple[str, ...]) -> Dir | None:

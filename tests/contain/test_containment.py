@@ -144,16 +144,7 @@ def test_r_ws_7_a_link_swapped_in_after_the_walk_changes_nothing(tmp_path: Path)
 def _step_by_step(root: str, parts: tuple[str, ...], create: bool) -> guarded.Dir:
     """The walk one component at a time from the opened root (the oracle of the walk that
     opens its first component with the root in one call)."""
-    current = guarded.open_root(root)
-    try:
-        for index, name in enumerate(parts):
-            nxt = current.sub(name, create=create, last=index == len(parts) - 1)
-            current.close()
-            current = nxt
-    except BaseException:
-        current.close()
-        raise
-    return current
+    return guarded.open_root(root).down(parts, create=create)
 
 
 def _walk_outcome(

@@ -173,8 +173,9 @@ class Ghost(Generic[T]):
     def __init__(self, value: T) -> None:
         self.value = value
         # what the invariants read of this history, as the explorer's ghost-aware
-        # search computes it (`lernie_spec.properties.ghost_key`), cached here
-        self.key: object = None
+        # search computes it (`lernie_spec.properties.ghost_key`), cached here as
+        # (agent, generation of the search's table, number in that table)
+        self.key: tuple[int, int, int] | None = None
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Ghost)

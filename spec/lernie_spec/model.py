@@ -463,9 +463,11 @@ def _put(st: State, i: int, p: Proc | None, agents: tuple[Agent, ...] | None = N
     """Replace process i (remove it when p is None or has finished)."""
     keep = p is not None and p.pc is not Pc.DONE
     procs = st.procs[:i] + ((p,) if keep and p is not None else ()) + st.procs[i + 1 :]
-    return State(st.agents if agents is None else agents, procs,
-                 st.in_flight if in_flight is None else in_flight,
-                 st.budget if budget is None else budget)
+    # State(...) without NamedTuple's generated `__new__` (Python code even in the
+    # compiled model, and run on almost every step): the same four fields, in order
+    return tuple.__new__(State, (st.agents if agents is None else agents, procs,
+                                 st.in_flight if in_flight is None else in_flight,
+                                 st.budget if budget is None else budget))
 
 
 def _launch(st: State, scope: Scope, a: int) -> tuple[Agent, ...]:
@@ -726,8 +728,9 @@ def probe_release_launch(st: State, prof: Profile, scope: Scope, i: int, nxt: Pc
     the writer held the lock for this one step only (R-PROBE-3)."""
     p = st.procs[i]
     t = p.target
-    q = _noted_launch(p._replace(pc=nxt, probe_on=NOBODY), t, why)
-    q = _ph(q, woke=(*q.history.value.woke, t))
+    h = p.history.value
+    q = _ph(p._replace(pc=nxt, probe_on=NOBODY), launched=(*h.launched, (t, why)),
+            woke=(*h.woke, t))
     s = _put(st, i, q, agents=_launch(st, scope, t))
     return [(Step("R-LAUNCH-1", i, f"release {name(t)}, launch driver",
                   Action.PROBE_RELEASE_LAUNCH, launched=(t,), funding=why,

@@ -738,9 +738,8 @@ def probe_release_launch(st: State, prof: Profile, scope: Scope, i: int, nxt: Pc
     the writer held the lock for this one step only (R-PROBE-3)."""
     p = st.procs[i]
     t = p.target
-    h = p.history.value
-    q = _ph(p._replace(pc=nxt, probe_on=NOBODY), launched=(*h.launched, (t, why)),
-            woke=(*h.woke, t))
+    q = _noted_launch(p._replace(pc=nxt, probe_on=NOBODY), t, why)
+    q = _ph(q, woke=(*q.history.value.woke, t))
     s = _put(st, i, q, agents=_launch(st, scope, t))
     return [(_step("R-LAUNCH-1", i, f"release {name(t)}, launch driver",
                   Action.PROBE_RELEASE_LAUNCH, launched=(t,), funding=why,

@@ -271,8 +271,9 @@ def _find_lasso(
         start[v + 1] += start[v]
     fill = start[:n]
     adj = [0] * len(src)
-    for s, d in zip(src, dst, strict=True):
-        adj[fill[s]] = d
+    for e in range(len(src)):
+        s = src[e]
+        adj[fill[s]] = dst[e]
         fill[s] += 1
     comp = _tarjan(n, start, adj)
     size: dict[int, int] = {}
@@ -280,7 +281,7 @@ def _find_lasso(
         size[c] = size.get(c, 0) + 1
     # a node is on a cycle when its component has several nodes or it has a self-loop
     big = {c for c, k in size.items() if k > 1}
-    loops = {s for s, d in zip(src, dst, strict=True) if s == d}
+    loops = {src[e] for e in range(len(src)) if src[e] == dst[e]}
     best = -1
     for v in range(n):
         if (comp[v] in big or v in loops) and (best < 0 or depth[v] < depth[best]):
@@ -316,31 +317,38 @@ def _tarjan(n: int, start: list[int], adj: list[int]) -> list[int]:
     stack: list[int] = []
     counter = 0
     ncomp = 0
+    # the depth-first path as two lists, each node with its next edge (no tuple per edge)
+    path: list[int] = []
+    edge: list[int] = []
     for root in range(n):
         if index[root] >= 0:
             continue
-        work = [(root, start[root])]
+        path.append(root)
+        edge.append(start[root])
         index[root] = low[root] = counter
         counter += 1
         stack.append(root)
         onstack[root] = 1
-        while work:
-            v, e = work[-1]
+        while path:
+            v = path[-1]
+            e = edge[-1]
             if e < start[v + 1]:
-                work[-1] = (v, e + 1)
+                edge[-1] = e + 1
                 w = adj[e]
                 if index[w] < 0:
                     index[w] = low[w] = counter
                     counter += 1
                     stack.append(w)
                     onstack[w] = 1
-                    work.append((w, start[w]))
+                    path.append(w)
+                    edge.append(start[w])
                 elif onstack[w] and index[w] < low[v]:
                     low[v] = index[w]
                 continue
-            work.pop()
-            if work:
-                u = work[-1][0]
+            path.pop()
+            edge.pop()
+            if path:
+                u = path[-1]
                 if low[v] < low[u]:
                     low[u] = low[v]
             if low[v] == index[v]:

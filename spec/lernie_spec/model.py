@@ -173,8 +173,9 @@ class Ghost(Generic[T]):
     def __init__(self, value: T) -> None:
         self.value = value
         # what the invariants read of this history, as the explorer's ghost-aware
-        # search computes it (`lernie_spec.properties.ghost_key`), cached here
-        self.key: object = None
+        # search computes it (`lernie_spec.properties.ghost_key`), cached here as
+        # (agent, generation of the search's table, number in that table)
+        self.key: tuple[int, int, int] | None = None
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Ghost)
@@ -394,6 +395,16 @@ class Step(NamedTuple):
 Succ = list[tuple[Step, State]]
 
 
+def _step(rule: str, actor: int, text: str, action: Action, external: bool = False,
+          launched: tuple[int, ...] = (), funding: Funding | None = None,
+          also: tuple[str, ...] = (), target: int = NOBODY) -> Step:
+    """`Step(...)` as the transitions build one on every edge: the same fields and
+    defaults, without NamedTuple's generated `__new__` (Python code even in the compiled
+    model, and slowest with keywords). tests/model/test_explore.py checks it agrees."""
+    return tuple.__new__(Step, (rule, actor, text, action, external, launched, funding,
+                                also, target))
+
+
 def _fast_replace(cls: type[tuple[Any, ...]]) -> Callable[..., Any]:
     """`_replace` for a record the transitions copy on every step: the same
     result as NamedTuple's, without its generic keyword machinery."""
@@ -462,9 +473,11 @@ def _put(st: State, i: int, p: Proc | None, agents: tuple[Agent, ...] | None = N
     """Replace process i (remove it when p is None or has finished)."""
     keep = p is not None and p.pc is not Pc.DONE
     procs = st.procs[:i] + ((p,) if keep and p is not None else ()) + st.procs[i + 1 :]
-    return State(st.agents if agents is None else agents, procs,
-                 st.in_flight if in_flight is None else in_flight,
-                 st.budget if budget is None else budget)
+    # State(...) without NamedTuple's generated `__new__` (Python code even in the
+    # compiled model, and run on almost every step): the same four fields, in order
+    return tuple.__new__(State, (st.agents if agents is None else agents, procs,
+                                 st.in_flight if in_flight is None else in_flight,
+                                 st.budget if budget is None else budget))
 
 
 def _launch(st: State, scope: Scope, a: int) -> tuple[Agent, ...]:
@@ -624,7 +637,7 @@ def ext_message(st: State, prof: Profile, scope: Scope) -> Succ:
         if ag.exists and n <= scope.max_seq and (not scope.message_to or a in scope.message_to):
             w = Proc(Role.WRITER, a, Pc.PUBLISH_MESSAGE, target=a, sender=USER, number=n)
             s = st._replace(procs=(*st.procs, w), budget=b._replace(messages=b.messages - 1))
-            out.append((Step("R-PROBE-4", -1, f"user: lernie message {name(a)}",
+            out.append((_step("R-PROBE-4", -1, f"user: lernie message {name(a)}",
                              Action.OPERATOR_MESSAGE, True,
                              also=("R-ID-4", "R-ID-7", "R-PROBE-5", "R-DEP-2")), s))
     return out
@@ -663,7 +676,7 @@ def deposit_list(st: State, prof: Profile, scope: Scope, i: int, nxt: Pc) -> Suc
     if q.number > scope.max_seq:
         return []
     text = f"list {name(p.target)} inbox" + (f": n={q.number}" if q.number else "")
-    return [(Step("R-DEP-2", i, text, Action.LIST_FOR_DEPOSIT, also=also),
+    return [(_step("R-DEP-2", i, text, Action.LIST_FOR_DEPOSIT, also=also),
              _put(st, i, q, agents=ags))]
 
 
@@ -703,7 +716,7 @@ def deposit_publish(st: State, prof: Profile, scope: Scope, i: int, nxt: Pc) -> 
     text = f"publish {name(p.target)}/{name(p.sender)}-{n:03d}{kind}{note}"
     q = _ph(p._replace(pc=nxt, number=0, deposit_kind=PLAIN),
             published=(*p.history.value.published, (p.target, p.deposit_kind)))
-    return [(Step("R-DEP-6", i, text, Action.PUBLISH, also=also),
+    return [(_step("R-DEP-6", i, text, Action.PUBLISH, also=also),
              _put(st, i, q, agents=agents, in_flight=in_flight))]
 
 
@@ -712,9 +725,9 @@ def probe_acquire(st: State, prof: Profile, scope: Scope, i: int, nxt: Pc, busy:
     p = st.procs[i]
     if locked(st, p.target):
         q = _ph(p._replace(pc=busy), woke=(*p.history.value.woke, p.target))
-        return [(Step("R-PROBE-1", i, f"probe {name(p.target)}: BUSY", Action.PROBE,
+        return [(_step("R-PROBE-1", i, f"probe {name(p.target)}: BUSY", Action.PROBE,
                       also=("R-LOCK-1",), target=p.target), _put(st, i, q))]
-    return [(Step("R-PROBE-1", i, f"probe {name(p.target)}: acquired", Action.PROBE,
+    return [(_step("R-PROBE-1", i, f"probe {name(p.target)}: acquired", Action.PROBE,
                   also=("R-LOCK-1",), target=p.target),
              _put(st, i, p._replace(pc=nxt, probe_on=p.target)))]
 
@@ -728,7 +741,7 @@ def probe_release_launch(st: State, prof: Profile, scope: Scope, i: int, nxt: Pc
     q = _noted_launch(p._replace(pc=nxt, probe_on=NOBODY), t, why)
     q = _ph(q, woke=(*q.history.value.woke, t))
     s = _put(st, i, q, agents=_launch(st, scope, t))
-    return [(Step("R-LAUNCH-1", i, f"release {name(t)}, launch driver",
+    return [(_step("R-LAUNCH-1", i, f"release {name(t)}, launch driver",
                   Action.PROBE_RELEASE_LAUNCH, launched=(t,), funding=why,
                   also=("R-PROBE-3",)), s)]
 
@@ -759,7 +772,7 @@ def _start(st: State, prof: Profile, scope: Scope, a: int, who: str) -> Succ:
     """R-STEP-1 take the lease with a try-acquire, or exit 0 as already driven; with
     the lease, R-SCAN-11 repairs a returned mark a kill left behind."""
     if locked(st, a):
-        return [(Step("R-STEP-1", -1, f"{who} {name(a)}: busy, exit 0", Action.DRIVER_START), st)]
+        return [(_step("R-STEP-1", -1, f"{who} {name(a)}: busy, exit 0", Action.DRIVER_START), st)]
     d = Proc(Role.DRIVER, a, Pc.START, lease=True)
     ag = st.agents[a]
     ag = _ah(ag, leases=(*ag.history.value.leases, "taken"))
@@ -772,7 +785,7 @@ def _start(st: State, prof: Profile, scope: Scope, a: int, who: str) -> Succ:
         also = ("R-SCAN-11",)
     i = len(s.procs) - 1
     text = f"{who} {name(a)}: lease taken" + ("; returned mark repaired" if also else "")
-    return [(Step("R-STEP-1", -1, text, Action.DRIVER_START, also=also),
+    return [(_step("R-STEP-1", -1, text, Action.DRIVER_START, also=also),
              _put(s, i, _hop_start(s, prof, scope, d)))]
 
 
@@ -783,7 +796,7 @@ def mark_returned(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     c = p.sender if p.pc is Pc.LOST_MARK else p.agent
     s = st._replace(agents=_set_agent(st, c, _marked(st.agents[c])))
     nxt = Pc.RELEASE_LEASE if p.pc is Pc.RESULT_MARK else Pc.LOST_PROBE
-    return [(Step("R-DEP-8", i, f"move {name(c)}'s returned mark to its tip",
+    return [(_step("R-DEP-8", i, f"move {name(c)}'s returned mark to its tip",
                   Action.MARK_RETURNED), _put(s, i, p._replace(pc=nxt)))]
 
 
@@ -835,7 +848,7 @@ def recover_stray(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     s = st._replace(agents=_set_agent(st, p.agent, ag2), in_flight=in_flight)
     text = ("commit terminal stray" if ag.stray_final else
             "commit executor stray" if ag.stray_step else "commit delivered stray")
-    return [(Step("R-DRAIN-2", i, text, Action.RECOVER_STRAYS, also=also),
+    return [(_step("R-DRAIN-2", i, text, Action.RECOVER_STRAYS, also=also),
              _put(s, i, _hop_start(s, prof, scope, p)))]
 
 
@@ -875,7 +888,7 @@ def settle_window(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     ag = _executor_entry(ag, Entry(EntryKind.TOOL_RESULT), scope.split_commit)
     s = st._replace(agents=_set_agent(st, p.agent, ag))
     q = p._replace(pc=Pc.COMMIT_STEP) if scope.split_commit else _hop_start(s, prof, scope, p)
-    return [(Step("R-STEP-2", i, "settle orphan tool_use", Action.SETTLE_WINDOW,
+    return [(_step("R-STEP-2", i, "settle orphan tool_use", Action.SETTLE_WINDOW,
                   also=("R-TOOL-7",)), _put(s, i, q))]
 
 
@@ -892,10 +905,10 @@ def drain_list(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     p = _ph(p, listing=inbox, moved=())
     also = ("R-DRAIN-1", "R-DEP-11", "R-STEP-3") + (("R-DEP-10",) if res else ())
     if not q:
-        return [(Step("R-DRAIN-3", i, "list inbox: empty", Action.LIST_INBOX, also=also),
+        return [(_step("R-DRAIN-3", i, "list inbox: empty", Action.LIST_INBOX, also=also),
                  _put(st, i, _warrant(st, prof, scope, p)))]
     names = ", ".join(f"{name(s)}-{n:03d}" for s, n in q)
-    return [(Step("R-DRAIN-3", i, f"list inbox: {names}", Action.LIST_INBOX, also=also),
+    return [(_step("R-DRAIN-3", i, f"list inbox: {names}", Action.LIST_INBOX, also=also),
              _put(st, i, p._replace(pc=Pc.MOVE_DEPOSIT, listing=q)))]
 
 
@@ -909,14 +922,14 @@ def drain_move(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     if f is None:  # vanished: nothing to move
         q = p._replace(listing=rest)
         q = q._replace(pc=Pc.MOVE_DEPOSIT) if rest else _warrant(st, prof, scope, q)
-        return [(Step("R-DRAIN-4", i, f"{name(snd)}-{n:03d} gone", Action.MOVE_DEPOSIT),
+        return [(_step("R-DRAIN-4", i, f"{name(snd)}-{n:03d} gone", Action.MOVE_DEPOSIT),
                  _put(st, i, q))]
     d = Dep(a, f.sender, f.kind)
     ag2 = _delivered(scope, _taken(ag, f), a, d)
     s = st._replace(agents=_set_agent(st, a, ag2))
     kind = "" if f.kind == PLAIN else f" [{f.kind}]"
     q = _ph(p._replace(pc=Pc.COMMIT_ENTRY, listing=rest), moved=(*p.history.value.moved, f))
-    return [(Step("R-DRAIN-4", i, f"move {name(snd)}-{n:03d}{kind} into messages/",
+    return [(_step("R-DRAIN-4", i, f"move {name(snd)}-{n:03d}{kind} into messages/",
                   Action.MOVE_DEPOSIT, also=("R-ADDR-2", "R-DEBT-1", "R-DEBT-3")),
              _put(s, i, q))]
 
@@ -930,7 +943,7 @@ def commit_entry(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     s = st._replace(agents=_set_agent(st, p.agent, ag2),
                     in_flight=_flight_remove(st.in_flight, d))
     q = p._replace(pc=Pc.MOVE_DEPOSIT) if p.listing else _warrant(s, prof, scope, p)
-    return [(Step("R-TR-3", i, f"commit {name(d.sender)} entry", Action.COMMIT_ENTRY),
+    return [(_step("R-TR-3", i, f"commit {name(d.sender)} entry", Action.COMMIT_ENTRY),
              _put(s, i, q))]
 
 
@@ -956,7 +969,7 @@ def _warrant(st: State, prof: Profile, scope: Scope, p: Proc) -> Proc:
 
 def decline(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     """R-STEP-5 an error exit: release by LOCK_UN, no release rule, no launch."""
-    return [(Step("R-STEP-5", i, "Unpaired tool_use: declined, exit 1", Action.DECLINE),
+    return [(_step("R-STEP-5", i, "Unpaired tool_use: declined, exit 1", Action.DECLINE),
              _put(st, i, None, agents=_noted_death(st.agents, st.procs[i])))]
 
 
@@ -976,7 +989,7 @@ def model_step(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
         out += _terminate(s, prof, scope, i, BUDGET, "budget check: exhausted")
     if b.errors:
         s = st._replace(budget=b._replace(errors=b.errors - 1))
-        out.append((Step("R-STEP-5", i, "model adapter failed: lease released, exit 1",
+        out.append((_step("R-STEP-5", i, "model adapter failed: lease released, exit 1",
                          Action.ERROR_EXIT), _put(s, i, None, agents=_noted_death(s.agents, p))))
     # terminal response (text or empty: no decision reads the body). Its rename and
     # its commit are one step unless the scope splits them (`Scope.split_commit`):
@@ -992,7 +1005,7 @@ def model_step(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     q = _ph(p._replace(epitaph=FINAL, recipient=r, target=r, sender=a, deposit_kind=FINAL,
                        pc=Pc.COMMIT_FINAL if split else after),
             committed_final=len(ag2.history.value.entries) - 1)
-    out.append((Step("R-TERM-1", i, f"model: terminal response (reply to {name(r)})",
+    out.append((_step("R-TERM-1", i, f"model: terminal response (reply to {name(r)})",
                      Action.MODEL_FINAL, also=("R-ADDR-3", "R-DEBT-2", "R-DEBT-4", "R-STEP-4")),
                 _put(s, i, q)))
     if b.crashes and not split:
@@ -1004,7 +1017,7 @@ def model_step(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     run = Pc.COMMIT_STEP if split else Pc.TOOL_RESULT
     if b.tools:
         s = st._replace(agents=_set_agent(st, a, tw), budget=b._replace(tools=b.tools - 1))
-        out.append((Step("R-STEP-7", i, "model: tool_use (no protocol effect)",
+        out.append((_step("R-STEP-7", i, "model: tool_use (no protocol effect)",
                          Action.MODEL_TOOL_USE),
                     _put(s, i, p._replace(pc=run, tool="noop"))))
         if b.crashes and not split:
@@ -1018,13 +1031,13 @@ def model_step(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
             if tag.exists and t != a:
                 q = p._replace(pc=run, tool="message", target=t, sender=a,
                                deposit_kind=PLAIN)
-                out.append((Step("R-STEP-7", i, f"model: tool_use message {name(t)}",
+                out.append((_step("R-STEP-7", i, f"model: tool_use message {name(t)}",
                                  Action.MODEL_TOOL_USE), _put(s, i, q)))
         for c, par in enumerate(scope.parents):
             if par == a and not st.agents[c].exists:
                 q = p._replace(pc=run, tool="dispatch", target=c, sender=a,
                                deposit_kind=PLAIN)
-                out.append((Step("R-PROBE-6", i, f"model: tool_use dispatch {name(c)}",
+                out.append((_step("R-PROBE-6", i, f"model: tool_use dispatch {name(c)}",
                                  Action.MODEL_TOOL_USE, also=("R-STEP-7",)), _put(s, i, q)))
                 break
     return out
@@ -1041,7 +1054,7 @@ def _step_then_crash(st: State, i: int, text: str, e: Entry, ag: Agent) -> Succ:
     b = st.budget
     s = _put(st, i, None, agents=_noted_death(_set_agent(st, p.agent, ag), p),
              budget=b._replace(crashes=b.crashes - 1))
-    return [(Step("CRASH", i, text, Action.CRASH, also=("R-TR-3",)), s)]
+    return [(_step("CRASH", i, text, Action.CRASH, also=("R-TR-3",)), s)]
 
 
 def _final_then_crash(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
@@ -1052,7 +1065,7 @@ def _final_then_crash(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     b = st.budget
     s = _put(st, i, None, agents=_noted_death(_set_agent(st, p.agent, ag), p),
              budget=b._replace(crashes=b.crashes - 1))
-    return [(Step("CRASH", i, "model: terminal response renamed; CRASH before its commit",
+    return [(_step("CRASH", i, "model: terminal response renamed; CRASH before its commit",
                   Action.CRASH, also=("R-TERM-1",)), s)]
 
 
@@ -1063,7 +1076,7 @@ def commit_final(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     ag = _committed(st.agents[p.agent]._replace(stray_final=False))
     s = st._replace(agents=_set_agent(st, p.agent, _ah(ag, unsynced=False)))
     q = p._replace(pc=Pc.RESULT_LIST_INBOX if p.recipient != NOBODY else Pc.RELEASE_LEASE)
-    return [(Step("R-TR-3", i, "commit terminal entry", Action.COMMIT_FINAL), _put(s, i, q))]
+    return [(_step("R-TR-3", i, "commit terminal entry", Action.COMMIT_FINAL), _put(s, i, q))]
 
 
 def commit_step(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
@@ -1079,7 +1092,7 @@ def commit_step(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
         q = p._replace(pc=Pc.TOOL_LIST_INBOX)
     else:
         q = _hop_start(s, prof, scope, p)
-    return [(Step("R-TR-3", i, "commit executor entry", Action.COMMIT_STEP), _put(s, i, q))]
+    return [(_step("R-TR-3", i, "commit executor entry", Action.COMMIT_STEP), _put(s, i, q))]
 
 
 def tool_result(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
@@ -1104,7 +1117,7 @@ def tool_result(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     if p.stop_flag:
         return [(step._replace(also=("R-TERM-6", "R-STOP-6")), s2) for step, s2 in
                 _terminate(_put(s, i, q), prof, scope, i, STOPPED, "tool result; stop flag seen")]
-    out: Succ = [(Step("R-LOCK-3", i, "commit tool result; exec successor hop (lease kept)",
+    out: Succ = [(_step("R-LOCK-3", i, "commit tool result; exec successor hop (lease kept)",
                        Action.TOOL_RESULT, also=("R-LOCK-4", "R-TOOL-4", "R-TOOL-8")),
                   _put(s, i, q._replace(pc=Pc.COMMIT_STEP) if split
                        else _hop_start(s, prof, scope, q)))]
@@ -1126,7 +1139,7 @@ def _terminate(st: State, prof: Profile, scope: Scope, i: int, ep: str, why: str
     q = _ph(p._replace(epitaph=ep, recipient=r, target=r, sender=p.agent, deposit_kind=ep,
                        tool="", pc=Pc.RESULT_LIST_INBOX if r != NOBODY else Pc.RELEASE_LEASE),
             parked_event=True)
-    return [(Step("R-TERM-1", i, f"{why}: {ep} (obituary to {name(r)})", Action.PARKING_EVENT,
+    return [(_step("R-TERM-1", i, f"{why}: {ep} (obituary to {name(r)})", Action.PARKING_EVENT,
                   also=("R-ADDR-1", "R-TERM-4", "R-ID-1", "R-STEP-4")), _put(s, i, q))]
 
 
@@ -1139,13 +1152,13 @@ def release(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
                        else _after_reread(prof, p)), released=True)
     own = st.agents[p.agent]
     own = _ah(own, leases=(*own.history.value.leases, "released"))
-    out: Succ = [(Step("R-LOCK-2", i, "release lease", Action.RELEASE_LEASE,
+    out: Succ = [(_step("R-LOCK-2", i, "release lease", Action.RELEASE_LEASE,
                        also=("R-TERM-2", "R-TERM-5")),
                   _put(st, i, q, agents=_set_agent(st, p.agent, own)))]
     if prof.release_by_close:
         ag = own._replace(forked_holder=True)
         s = _put(st, i, q, agents=_set_agent(st, p.agent, ag))
-        out.append((Step("R-LOCK-2", i, "close lease fd; a forked child keeps the lock",
+        out.append((_step("R-LOCK-2", i, "close lease fd; a forked child keeps the lock",
                          Action.RELEASE_LEASE), s))
     return out
 
@@ -1153,7 +1166,7 @@ def release(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
 def linger_ends(st: State, prof: Profile, scope: Scope, a: int) -> Succ:
     """R-LOCK-2 (bl-7318 only) the forked child execs; its copy of the fd closes."""
     s = st._replace(agents=_set_agent(st, a, st.agents[a]._replace(forked_holder=False)))
-    return [(Step("R-LOCK-2", -1, f"forked child execs: {name(a)} lock freed",
+    return [(_step("R-LOCK-2", -1, f"forked child execs: {name(a)} lock freed",
                   Action.FORKED_CHILD_EXECS), s)]
 
 
@@ -1168,9 +1181,9 @@ def reread(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     owed = [f for f in inbox if (f.sender, f.n) not in seen and warrants(f)]
     if owed:
         q = p._replace(pc=Pc.RULE_PROBE, target=p.agent)
-        return [(Step("R-REL-1", i, "re-read inbox: unseen mail, probe self",
+        return [(_step("R-REL-1", i, "re-read inbox: unseen mail, probe self",
                       Action.REREAD_INBOX, also=("R-REL-2", "R-DRAIN-5")), _put(st, i, q))]
-    return [(Step("R-REL-1", i, "re-read inbox: nothing unseen", Action.REREAD_INBOX,
+    return [(_step("R-REL-1", i, "re-read inbox: nothing unseen", Action.REREAD_INBOX,
                   also=("R-DRAIN-5",)),
              _put(st, i, p._replace(pc=_after_reread(prof, p))))]
 
@@ -1203,7 +1216,7 @@ def self_launch(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     nxt = Pc.REVIVAL_PROBE if p.recipient != NOBODY and prof.revival else Pc.DONE
     s = st._replace(agents=_launch(st, scope, p.agent))
     q = _noted_launch(p._replace(pc=nxt, target=p.recipient), p.agent, Funding.SELF_LAUNCH)
-    return [(Step("R-TERM-2", i, f"launch driver at {name(p.agent)} (self)", Action.SELF_LAUNCH,
+    return [(_step("R-TERM-2", i, f"launch driver at {name(p.agent)} (self)", Action.SELF_LAUNCH,
                   launched=(p.agent,), funding=Funding.SELF_LAUNCH,
                   also=("R-TERM-3", "R-LAUNCH-1")), _put(s, i, q))]
 
@@ -1246,7 +1259,7 @@ def stop_agent(st: State, prof: Profile, scope: Scope) -> Succ:
             p.role is Role.DRIVER and p.lease and p.agent in targets)),
             stop_requests=(*p.history.value.stop_requests, a)) for p in st.procs)
         s = st._replace(procs=procs, budget=b._replace(stops=b.stops - 1))
-        out.append((Step("R-STOP-1", -1, f"operator: lernie stop {name(a)}", Action.OPERATOR_STOP,
+        out.append((_step("R-STOP-1", -1, f"operator: lernie stop {name(a)}", Action.OPERATOR_STOP,
                          True, also=("R-STOP-3",) if len(targets) > 1 else (), target=a), s))
     return out
 
@@ -1267,7 +1280,7 @@ def ext_scan(st: State, prof: Profile, scope: Scope) -> Succ:
         return []
     s = st._replace(procs=(*st.procs, Proc(Role.SCANNER, NOBODY, Pc.SWEEP)),
                     budget=b._replace(scans=b.scans - 1))
-    return [(Step("R-SCAN-1", -1, "operator: lernie scan", Action.OPERATOR_SCAN, True), s)]
+    return [(_step("R-SCAN-1", -1, "operator: lernie scan", Action.OPERATOR_SCAN, True), s)]
 
 
 def _result_by_sweep(agents: tuple[Agent, ...], c: int, to: int, kind: str) -> tuple[Agent, ...]:
@@ -1357,7 +1370,7 @@ def sweep(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     also = ("R-SCAN-4", "R-SCAN-5", "R-SCAN-6") + (("R-SCAN-9",) if "re-sent" in text else ())
     also += ("R-SCAN-11",) if "repaired" in text else ()
     also += ("R-SCAN-10",) if revived else ()
-    return [(Step("R-SCAN-1", i, text, Action.SWEEP, also=also, launched=tuple(revived),
+    return [(_step("R-SCAN-1", i, text, Action.SWEEP, also=also, launched=tuple(revived),
                   funding=Funding.SCAN_REVIVAL if revived else None), s)]
 
 
@@ -1375,7 +1388,7 @@ def flush(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
             p = _noted_launch(p, a, Funding.FLUSH)
             hit.append(a)
     text = f"flush: launch {', '.join(map(name, hit))}" if hit else "flush: nothing"
-    return [(Step("R-SCAN-2", i, text, Action.FLUSH, launched=tuple(hit),
+    return [(_step("R-SCAN-2", i, text, Action.FLUSH, launched=tuple(hit),
                   funding=Funding.FLUSH if hit else None), _put(s, i, None))]
 
 
@@ -1385,7 +1398,7 @@ def crash(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     b = st.budget
     s = _put(st, i, None, agents=_noted_death(st.agents, st.procs[i]),
              budget=b._replace(crashes=b.crashes - 1))
-    return [(Step("CRASH", i, "CRASH", Action.CRASH), s)]
+    return [(_step("CRASH", i, "CRASH", Action.CRASH), s)]
 
 
 # ---------------------------------------------------------------- programs

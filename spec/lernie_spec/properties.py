@@ -1027,9 +1027,17 @@ def _proc_key(p: Proc, scope: Scope) -> tuple[object, ...]:
             h.committed_final >= 0, h.parked_event, h.released)
 
 
-_MEMO: dict[int, tuple[Scope, dict[tuple[int, AgentHistory], int],
-                       dict[tuple[object, ...], int], int]] = {}
-_GENERATION = [0]  # which table a cached number comes from (a new table renumbers)
+class _Tables(NamedTuple):
+    """One search's numbering of ghost readings (`ghost_key`)."""
+
+    scope: Scope
+    generation: int  # which table a cached number comes from (a new table renumbers)
+    known: list[dict[AgentHistory, int]]  # per agent: each history's number, computed once
+    table: dict[tuple[object, ...], int]  # each distinct reading's number
+
+
+_MEMO: dict[int, _Tables] = {}
+_GENERATION = [0]
 
 
 def forget_ghost_keys() -> None:
@@ -1047,35 +1055,41 @@ def _intern(table: dict[tuple[object, ...], int], key: tuple[object, ...]) -> in
     return n
 
 
-def ghost_key(st: State, scope: Scope) -> tuple[object, ...]:
-    """What the invariants read of st's ghost history (cached on each history)."""
-    out: list[object] = []
+def _tables(scope: Scope) -> _Tables:
     memo = _MEMO.get(id(scope))
-    if memo is None or memo[0] is not scope:
+    if memo is None or memo.scope is not scope:
         _MEMO.clear()  # one search at a time: the table of the last scope is enough
         _GENERATION[0] += 1
-        memo = _MEMO[id(scope)] = (scope, {}, {}, _GENERATION[0])
-    known, table, gen = memo[1], memo[2], memo[3]
+        memo = _MEMO[id(scope)] = _Tables(scope, _GENERATION[0],
+                                          [{} for _ in scope.initial], {})
+    return memo
+
+
+def ghost_key(st: State, scope: Scope) -> tuple[object, ...]:
+    """What the invariants read of st's ghost history (cached on each history)."""
+    memo = _tables(scope)
+    known, table, gen = memo.known, memo.table, memo.generation
+    out: list[object] = []
     for a, ag in enumerate(st.agents):
         g: Ghost[AgentHistory] = ag.history
         k = g.key
         # cached with the table its number comes from (a new table renumbers)
-        if k is None or k[0] != a or k[1] != gen:  # type: ignore[index]
+        if k is None or k[0] != a or k[1] != gen:
             # many paths reach equal histories: computed once per history and agent
             h = g.value
-            kk = known.get((a, h))
+            kk = known[a].get(h)
             if kk is None:
-                kk = known[a, h] = _intern(table, _agent_key(h, a, scope))
+                kk = known[a][h] = _intern(table, _agent_key(h, a, scope))
             k = g.key = (a, gen, kk)
-        out.append(k[2])  # type: ignore[index]
+        out.append(k[2])
     procs = st.procs
-    keys: list[object] = []
+    keys: list[int] = []
     for p in procs:
         gp: Ghost[ProcHistory] = p.history
         kp = gp.key
-        if kp is None or kp[0] != p.agent or kp[1] != gen:  # type: ignore[index]
+        if kp is None or kp[0] != p.agent or kp[1] != gen:
             kp = gp.key = (p.agent, gen, _intern(table, _proc_key(p, scope)))
-        keys.append(kp[2])  # type: ignore[index]
+        keys.append(kp[2])
     # Processes equal in every field (`==` ignores the ghost) are interchangeable: their
     # keys are sorted among their places, so the order they were listed in never splits
     # a state (the ghost of each process stays paired with its own fields otherwise).
@@ -1087,7 +1101,7 @@ def ghost_key(st: State, scope: Scope) -> tuple[object, ...]:
         for i in range(n):
             same = [j for j in range(n) if procs[j] == procs[i]]
             if len(same) > 1 and same[0] == i:
-                for j, kj in zip(same, sorted(keys[j] for j in same), strict=True):  # type: ignore[type-var]
+                for j, kj in zip(same, sorted(keys[j] for j in same), strict=True):
                     keys[j] = kj
     out.append(tuple(keys))
     return tuple(out)

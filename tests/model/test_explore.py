@@ -210,3 +210,25 @@ def test_symmetry_reduction_keeps_every_verdict_and_shortest_trace(name: str) ->
     assert reduced.states < full.states
     assert {k: len(x.trace) for k, x in reduced.violations.items()} == {
         k: len(x.trace) for k, x in full.violations.items()}
+
+
+def test_speed_the_fast_step_and_state_builders_agree_with_the_records() -> None:
+    """`_step` and `_put` build Step and State without NamedTuple's constructor: the
+    same fields in the same order, and the same defaults (SPEC §19, *Speed*)."""
+    import inspect
+
+    from lernie_spec import model
+
+    params = inspect.signature(model._step).parameters
+    assert tuple(params) == Step._fields
+    assert {k: p.default for k, p in params.items() if p.default is not p.empty} == (
+        Step._field_defaults)
+    built = model._step("R-X", 1, "text", model.Action.PROBE, also=("R-Y",), target=0)
+    assert type(built) is Step
+    assert built == Step("R-X", 1, "text", model.Action.PROBE, also=("R-Y",), target=0)
+    assert State._fields == ("agents", "procs", "in_flight", "budget")
+    st = initial(Scope())
+    (_, nxt), *_ = model.ext_message(st, Profile(), Scope())
+    put = model._put(nxt, 0, nxt.procs[0]._replace(number=1))
+    assert type(put) is State
+    assert put == nxt._replace(procs=(nxt.procs[0]._replace(number=1),))

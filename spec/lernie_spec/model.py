@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 A `State` is an immutable, hashable snapshot of everything the protocol can
 observe: which agents exist, each agent's inbox (pending deposit files in
-publication order, i.e. mtime order), an abstract transcript, its marks
+publication order, i.e. mtime order: R-DEP-12), an abstract transcript, its marks
 (returned; stopped or budget-exhausted), pending launches, the live processes
 with their program counters, and a multiset of every deposit published and not
 yet committed (for I-5).
@@ -521,7 +521,9 @@ def _marked(ag: Agent) -> Agent:
 
 
 def _received(ag: Agent, f: File, replaced: File | None = None) -> Agent:
-    """File f lands in ag's inbox (ghost: its publication serial, R-DEP-6)."""
+    """File f lands in ag's inbox, after every file pending there: the inbox is in
+    publication order, which is (mtime, name) order because a deposit is stamped at its
+    publication (R-DEP-12) (ghost: its publication serial, R-DEP-6)."""
     h = ag.history.value
     serials = h.serials
     inbox = ag.inbox
@@ -1501,6 +1503,7 @@ RULES: dict[str, Callable[..., object]] = {
     "R-DEP-8": mark_returned,
     "R-DEP-10": own_child_result,
     "R-DEP-11": drain_list,
+    "R-DEP-12": _received,
     "R-LOCK-1": locked,
     "R-LOCK-2": release,
     "R-LOCK-3": tool_result,

@@ -671,7 +671,8 @@ def deposit_list(st: State, prof: Profile, scope: Scope, i: int, nxt: Pc) -> Suc
 
 def deposit_publish(st: State, prof: Profile, scope: Scope, i: int, nxt: Pc) -> Succ:
     """R-DEP-1/R-DEP-6 publish under `<sender>-<n>.md`: create-only (a taken
-    name takes the next number) or, upstream, a rename that replaces. A result
+    name takes the next number) or, upstream, a rename that replaces; stamped at
+    publication, the file goes after every one pending (R-DEP-12). A result
     moves the returned mark to the tip with it (R-DEP-8). Every writer's program
     publishes before it probes (R-PROBE-2)."""
     p = st.procs[i]
@@ -686,7 +687,7 @@ def deposit_publish(st: State, prof: Profile, scope: Scope, i: int, nxt: Pc) -> 
         note = " REPLACING the file there" if old is not None else ""
     f = File(p.sender, n, p.deposit_kind)
     agents = _set_agent(st, p.target, _received(ag, f, old))
-    also: tuple[str, ...] = ("R-DEP-1", "R-PROBE-2")
+    also: tuple[str, ...] = ("R-DEP-1", "R-DEP-12", "R-PROBE-2")
     split = False
     if p.deposit_kind != PLAIN and p.sender >= 0:  # R-DEP-8 returned mark
         c = p.sender
@@ -1503,7 +1504,7 @@ RULES: dict[str, Callable[..., object]] = {
     "R-DEP-8": mark_returned,
     "R-DEP-10": own_child_result,
     "R-DEP-11": drain_list,
-    "R-DEP-12": _received,
+    "R-DEP-12": deposit_publish,
     "R-LOCK-1": locked,
     "R-LOCK-2": release,
     "R-LOCK-3": tool_result,

@@ -3,7 +3,9 @@
 Deposits are create-only and durable, stricter than upstream (D-1, D-2): the
 bytes go to a uniquely named dot-temp (``O_CREAT|O_EXCL``), are fsynced, and are
 published with ``link(2)``, which fails with ``EEXIST`` instead of replacing; a
-taken name moves the writer to the next number. The temp is then unlinked and
+taken name moves the writer to the next number. Right before each link the temp's
+times are set to now, past every deposit pending there, so a deposit's mtime orders it
+by its publication (R-DEP-12, D-39). The temp is then unlinked and
 the directory fsynced. A temp name starts with ``.`` and ends in ``.tmp``, so no
 reader ever accepts it (R-DEP-9). Every name is reached through
 :mod:`~lernie_ref.substrate.guarded`, never through a link (R-WS-7), and content may be
@@ -291,6 +293,10 @@ def _publish_in(
         yield Passed(Point.DEPOSIT_TEMP_WRITTEN, recipient, temp)
         while True:
             final = deposit_name(sender, seq)
+            try:  # R-DEP-12: its mtime is its publication's, not its write's
+                _stamp(inbox, temp)
+            except OSError as exc:
+                raise DepositError.io(os.path.join(directory, temp), exc) from None
             try:
                 publish(inbox, temp, final)
                 break
@@ -309,6 +315,24 @@ def _publish_in(
     except OSError as exc:
         raise DepositError.io(directory, exc) from None
     return final
+
+
+def _stamp(inbox: guarded.Dir, temp: str) -> None:
+    """R-DEP-12: stamp ``temp`` as published now: its times set to the kernel's now, or,
+    when that is not past every deposit pending in the inbox (the clock has not moved on
+    since the newest was stamped), to one nanosecond past the newest; the (mtime, name)
+    listing (R-DEP-11) is then publication order, ties included."""
+    inbox.touch(temp)
+    now = inbox.lstat(temp).st_mtime_ns
+    newest = now - 1
+    for name in inbox.listdir():
+        if sender_of(name) is not None:
+            try:
+                newest = max(newest, inbox.lstat(name).st_mtime_ns)
+            except OSError:  # gone (delivered meanwhile) or unreadable: counts as 0
+                continue
+    if newest >= now:
+        inbox.touch(temp, newest + 1)
 
 
 def _unlink_quietly(inbox: guarded.Dir, name: str) -> None:

@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 A `State` is an immutable, hashable snapshot of everything the protocol can
 observe: which agents exist, each agent's inbox (pending deposit files in
-publication order, i.e. mtime order), an abstract transcript, its marks
+publication order, i.e. mtime order: R-DEP-12), an abstract transcript, its marks
 (returned; stopped or budget-exhausted), pending launches, the live processes
 with their program counters, and a multiset of every deposit published and not
 yet committed (for I-5).
@@ -534,7 +534,9 @@ def _marked(ag: Agent) -> Agent:
 
 
 def _received(ag: Agent, f: File, replaced: File | None = None) -> Agent:
-    """File f lands in ag's inbox (ghost: its publication serial, R-DEP-6)."""
+    """File f lands in ag's inbox, after every file pending there: the inbox is in
+    publication order, which is (mtime, name) order because a deposit is stamped at its
+    publication (R-DEP-12) (ghost: its publication serial, R-DEP-6)."""
     h = ag.history.value
     serials = h.serials
     inbox = ag.inbox
@@ -682,7 +684,8 @@ def deposit_list(st: State, prof: Profile, scope: Scope, i: int, nxt: Pc) -> Suc
 
 def deposit_publish(st: State, prof: Profile, scope: Scope, i: int, nxt: Pc) -> Succ:
     """R-DEP-1/R-DEP-6 publish under `<sender>-<n>.md`: create-only (a taken
-    name takes the next number) or, upstream, a rename that replaces. A result
+    name takes the next number) or, upstream, a rename that replaces; stamped at
+    publication, the file goes after every one pending (R-DEP-12). A result
     moves the returned mark to the tip with it (R-DEP-8). Every writer's program
     publishes before it probes (R-PROBE-2)."""
     p = st.procs[i]
@@ -697,7 +700,7 @@ def deposit_publish(st: State, prof: Profile, scope: Scope, i: int, nxt: Pc) -> 
         note = " REPLACING the file there" if old is not None else ""
     f = File(p.sender, n, p.deposit_kind)
     agents = _set_agent(st, p.target, _received(ag, f, old))
-    also: tuple[str, ...] = ("R-DEP-1", "R-PROBE-2")
+    also: tuple[str, ...] = ("R-DEP-1", "R-DEP-12", "R-PROBE-2")
     split = False
     if p.deposit_kind != PLAIN and p.sender >= 0:  # R-DEP-8 returned mark
         c = p.sender
@@ -1514,6 +1517,7 @@ RULES: dict[str, Callable[..., object]] = {
     "R-DEP-8": mark_returned,
     "R-DEP-10": own_child_result,
     "R-DEP-11": drain_list,
+    "R-DEP-12": deposit_publish,
     "R-LOCK-1": locked,
     "R-LOCK-2": release,
     "R-LOCK-3": tool_result,

@@ -222,6 +222,40 @@ def test_pending_orders_by_mtime_then_name(ws: Workspace) -> None:
     assert pending(ws.root / "inbox" / "missing") == []
 
 
+
+def test_r_dep_12_a_deposit_published_late_is_listed_after_those_published_first(
+    ws: Workspace, fixed_clock: FixedClock
+) -> None:
+    """A writer held up between its temp write and its publication (its temp's times an
+    hour old: the state a writer stopped for an hour leaves) while another sender's
+    deposit is published: the late one is stamped at its publication, so the listing
+    (R-DEP-11, R-DRAIN-3) puts it after the one published first."""
+    late = Stepper(deposit_actor(ws.root, "R-1", "user", "late", fixed_clock))
+    late.run_to(Point.DEPOSIT_TEMP_WRITTEN)
+    box = inbox_dir(ws.root, "R-1")
+    (temp,) = os.listdir(box)
+    old = os.stat(box / temp).st_mtime_ns - 3600 * 10**9
+    os.utime(box / temp, ns=(old, old))
+    early = deposit(ws.root, "R-1", "R-2", "early", fixed_clock)
+    path = late.finish()
+    assert [p.name for p in pending(box)] == [early.name, path.name]
+    assert path.stat().st_mtime_ns >= early.stat().st_mtime_ns > old
+
+
+def test_r_dep_12_a_deposit_is_stamped_past_every_pending_one(
+    ws: Workspace, fixed_clock: FixedClock
+) -> None:
+    """A deposit published while the newest pending one carries a stamp the kernel's clock
+    has not passed yet (published in the same tick, here an hour ahead so no timing can
+    tell the two apart) is stamped one nanosecond past it: the listing keeps publication
+    order even where the names alone would reverse it ("R-2" sorts before "user")."""
+    first = deposit(ws.root, "R-1", "user", "first", fixed_clock)
+    ahead = os.stat(first).st_mtime_ns + 3600 * 10**9
+    os.utime(first, ns=(ahead, ahead))
+    second = deposit(ws.root, "R-1", "R-2", "second", fixed_clock)
+    assert os.stat(second).st_mtime_ns == ahead + 1
+    assert [p.name for p in pending(first.parent)] == [first.name, second.name]
+
 WRITER = """
 import sys
 from pathlib import Path

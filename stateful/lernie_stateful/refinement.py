@@ -75,6 +75,7 @@ from lernie_stateful.worktools import (
 from lernie_stateful.worktools import (
     CALL_NAMES,
     LOOK,
+    REFUSED,
     TOOL_CAP,
     TOOL_TIMEOUT,
     TOOLS,
@@ -604,9 +605,11 @@ class World(WorldView):
 
     # -------------------------------------------------------------- liveness
 
-    def run_all(self, max_steps: int = 2000) -> None:
+    def run_all(self, max_steps: int = 2000, kill: tuple[str, int] | None = None) -> None:
         """Bounded liveness: run every live actor and every launch to completion, one
-        point each in turn (round robin, so the actors left running still race)."""
+        point each in turn (round robin, so the actors left running still race).
+        ``kill``, ``(point, n)``: the driver that is the ``n+1``-th to pass ``point`` is
+        killed right there (one crash in a quiet spell)."""
         steps = 0
         turn = 0
         while self.actors or self.started < len(self.launcher.launches):
@@ -616,7 +619,15 @@ class World(WorldView):
             if self.actors:
                 keys = sorted(self.actors)
                 turn = next((k for k in keys if k > turn), keys[0])
-                self.step(self.actors[turn])
+                act = self.actors[turn]
+                point = self.step(act)
+                if kill is not None and point is not None and point.name == kill[0] \
+                        and act.kind == "driver" and turn in self.actors:
+                    if kill[1] == 0:
+                        self.crash(act)
+                        kill = None
+                    else:
+                        kill = (kill[0], kill[1] - 1)
             else:
                 self.start_launch(0)
 
@@ -750,11 +761,24 @@ AIMS: hst.SearchStrategy[Aim] = hst.one_of(
 )
 
 
+TOOL_DRAWS: hst.SearchStrategy[str] = hst.one_of(hst.sampled_from(REFUSED),
+                                                 hst.sampled_from(CALL_NAMES))
+"""The call a scripted no-op makes: half the time one the tool must refuse whole
+(``worktools.REFUSED``; first, so the simplest call Hypothesis tries is one), else any
+call of the vocabulary."""
+
+
 def _has_work(v: AgentView) -> bool:
     """Whether a driver of the agent seen as ``v`` finds something to do: mail, a model
     call due, an open tool window, an entry not yet committed."""
     return bool(v.inbox or v.uncommitted or v.stray_final or v.stray_step or v.call_due
                 or v.window == "open")
+
+
+KILLED_PER_PROGRAM = 1
+"""Killed dispatches one program plays at most: each costs a worktree and a commit and
+changes nothing any reader sees (``CREATION``), so more of them crowd out the rules
+that move the protocol; every program's one lands at a point of its own."""
 
 
 class RefinementMachine(RuleBasedStateMachine):
@@ -764,6 +788,7 @@ class RefinementMachine(RuleBasedStateMachine):
         super().__init__()
         self._tmp = tempfile.TemporaryDirectory(prefix="lernie-refine-")
         self.world = World(Path(self._tmp.name))
+        self.killed = 0  # killed dispatches so far (``KILLED_PER_PROGRAM``)
 
     def teardown(self) -> None:
         # Hypothesis runs the teardown also when a rule raised (from a ``finally``): then
@@ -823,10 +848,14 @@ class RefinementMachine(RuleBasedStateMachine):
             data, a) is not None
         writer = self.world.operator_message(a)
         if held:
-            for _ in range(60):
-                if writer.key not in self.world.actors:
-                    break
-                self.world.step(writer)
+            self._run_out(writer)
+
+    def _run_out(self, act: RealActor) -> None:
+        """Run ``act`` (a writer) through to its end."""
+        for _ in range(60):
+            if act.key not in self.world.actors:
+                break
+            self.world.step(act)
 
     @initialize(data=hst.data())
     def operator_prompts(self, data: hst.DataObject) -> None:
@@ -857,8 +886,7 @@ class RefinementMachine(RuleBasedStateMachine):
             # another agent), so neither does the script
             target = (data.draw(hst.sampled_from([t for t in slots if t != a]), label="to")
                       if kind == "message" else NOBODY)
-            tool = (data.draw(hst.sampled_from(CALL_NAMES), label="tool") if kind == "noop"
-                    else LOOK)
+            tool = (data.draw(TOOL_DRAWS, label="tool") if kind == "noop" else LOOK)
             self.world.script(a, kind, target, tool)
 
     @precondition(lambda self: bool(self.world.actors)
@@ -868,6 +896,17 @@ class RefinementMachine(RuleBasedStateMachine):
         """Every live actor and pending launch runs to its end, in turns (a quiet spell
         between phases of a program)."""
         self.world.run_all()
+
+    @precondition(lambda self: bool(self.world.actors)
+                  or self.world.started < len(self.world.launcher.launches))
+    @rule(data=hst.data())
+    def settle_killing_one(self, data: hst.DataObject) -> None:
+        """A quiet spell in which one driver is killed: the first (or second) to pass a
+        chosen crash window (most of a program's driving happens in quiet spells, where
+        no other rule can crash anyone)."""
+        kill = data.draw(hst.tuples(hst.sampled_from(CRASH_WINDOWS), hst.integers(0, 1)),
+                         label="kill")
+        self.world.run_all(kill=kill)
 
     @precondition(lambda self: self.world.started < len(self.world.launcher.launches))
     @rule(data=hst.data())
@@ -898,13 +937,23 @@ class RefinementMachine(RuleBasedStateMachine):
                 break
             self.world.step(act)
 
-    @precondition(lambda self: bool(self.world.actors))
+    @precondition(lambda self: bool(self.world.actors)
+                  or self.world.started < len(self.world.launcher.launches))
     @rule(data=hst.data())
     def crash(self, data: hst.DataObject) -> None:
         """SIGKILL an actor where it is, or first run it on until it passes a chosen
         point or a number of crash windows (between a rename and its commit, inside a
-        tool window, holding a probe's lock, ...)."""
-        actor = data.draw(hst.sampled_from(sorted(self.world.actors)), label="actor")
+        tool window, holding a probe's lock, ...). Half the time the actor is a driver:
+        a running one, or a pending launch started for it (most launches are otherwise
+        run by ``settle`` and the teardown, where nothing crashes them)."""
+        act = self._driver_at_work(data) if data.draw(hst.booleans(), label="a driver") \
+            else None
+        if act is not None:
+            actor = act.key
+        elif self.world.actors:
+            actor = data.draw(hst.sampled_from(sorted(self.world.actors)), label="actor")
+        else:
+            return
         self._crash_aimed(actor, data.draw(AIMS, label="aim"))
 
     def _run_to(self, key: int, at: str) -> RealActor | None:
@@ -945,43 +994,53 @@ class RefinementMachine(RuleBasedStateMachine):
             return w.actors[k].agent
         return w.index(w.launcher.launches[w.started + k][1])
 
-    def _hold_mid_work(self, data: hst.DataObject, agent: int | None = None) -> RealActor | None:
-        """A driver (of ``agent``, or of anyone) holding its lock with work in hand: a
-        running driver, or a pending launch started for it, run on until it has passed
-        its first, second or third ``SCAN_DURING`` point (inside its model call, a tool
-        window, a delivery or an entry not yet committed). ``None`` when there is no such
-        driver or it ends first."""
+    def _driver_at_work(self, data: hst.DataObject,
+                        agent: int | None = None) -> RealActor | None:
+        """A driver (of ``agent``, or of anyone) that is running, or a pending launch
+        started for it, one whose agent has work in hand first (mail or work due,
+        R-SCAN-10); ``None`` when there is none, or the launch found its lock busy."""
         w = self.world
-        view = w.real_view()
-        for _ in range(3):  # a driver that ends first (nothing to do) hands on to another
-            running = [("driver", k) for k, a in sorted(w.actors.items())
-                       if a.kind == "driver" and agent in (None, a.agent)]
-            waiting = [("launch", n) for n, (_, aid) in enumerate(w.launcher.launches[w.started:])
-                       if agent in (None, w.index(aid))]
-            # a pending launch finds work when its agent has mail or work due (R-SCAN-10)
+        running = [("driver", k) for k, a in sorted(w.actors.items())
+                   if a.kind == "driver" and agent in (None, a.agent)]
+        waiting = [("launch", n) for n, (_, aid) in enumerate(w.launcher.launches[w.started:])
+                   if agent in (None, w.index(aid))]
+        if waiting:
+            view = w.real_view()
             busy = [c for c in waiting if _has_work(view[w.index(
                 w.launcher.launches[w.started + c[1]][1])])]
-            choices = running + (busy or waiting)
-            if not choices:
-                return None
-            # the agent first, then one of its drivers: an agent with many launches
-            # recorded (the root, written to by everyone) is not chosen more often
-            owners = sorted({self._agent_of(c) for c in choices})
-            who = data.draw(hst.sampled_from(owners), label="agent held")
-            kind, k = data.draw(hst.sampled_from([c for c in choices
-                                                  if self._agent_of(c) == who]),
-                                label="driver")
-            if kind == "launch":
-                act = w.start_launch(k)
-                if act is None:  # the lock was busy: it returned at once
-                    continue
-                k = act.key
+            waiting = busy or waiting
+        choices = running + waiting
+        if not choices:
+            return None
+        # the agent first, then one of its drivers: an agent with many launches
+        # recorded (the root, written to by everyone) is not chosen more often
+        owners = sorted({self._agent_of(c) for c in choices})
+        who = data.draw(hst.sampled_from(owners), label="agent driven")
+        kind, k = data.draw(hst.sampled_from([c for c in choices
+                                              if self._agent_of(c) == who]), label="driver")
+        return w.start_launch(k) if kind == "launch" else w.actors[k]
+
+    def _hold_mid_work(self, data: hst.DataObject, agent: int | None = None) -> RealActor | None:
+        """A driver (of ``agent``, or of anyone: ``_driver_at_work``) holding its lock with
+        work in hand, run on until it has passed its first, second or third
+        ``SCAN_DURING`` point (inside its model call, a tool window, a delivery or an
+        entry not yet committed). ``None`` when there is no such driver or it ends first."""
+        for _ in range(3):  # a driver that ends first (nothing to do) hands on to another
+            act = self._driver_at_work(data, agent)
+            if act is None:
+                if not self._existing_driver_or_launch(agent):
+                    return None
+                continue
             ahead = data.draw(hst.integers(0, HELD_AHEAD), label="held at")
-            held = self._run_windows(k, ahead, SCAN_DURING)
+            held = self._run_windows(act.key, ahead, SCAN_DURING)
             if held is not None:
                 return held
-            view = w.real_view()
         return None
+
+    def _existing_driver_or_launch(self, agent: int | None) -> bool:
+        w = self.world
+        return any(a.kind == "driver" and agent in (None, a.agent) for a in w.actors.values()) \
+            or any(agent in (None, w.index(aid)) for _, aid in w.launcher.launches[w.started:])
 
     def _crash_aimed(self, key: int, aim: Aim) -> None:
         _, where = aim
@@ -996,18 +1055,25 @@ class RefinementMachine(RuleBasedStateMachine):
         started for it: a child's as often as the root's) holds its lock with work in hand,
         such as inside its model call (the sweep must leave it alone, R-SCAN-6)."""
         if data.draw(hst.booleans(), label="aim"):
+            if not self._existing_driver_or_launch(None) and self._existing():
+                # nobody to hold: an operator's message first gives an agent work and
+                # its writer a launch (R-PROBE-1)
+                a = data.draw(hst.sampled_from(self._existing()), label="agent given work")
+                self._run_out(self.world.operator_message(a))
             self._hold_mid_work(data)
         self.world.scan()
 
-    @precondition(lambda self: any(a.kind == "driver" for a in self.world.actors.values()))
+    @precondition(lambda self: self._existing_driver_or_launch(None))
     @rule(data=hst.data())
     def stop(self, data: hst.DataObject) -> None:
-        """`lernie stop` of an agent whose driver is running: the driver is first run on
-        to its next check point (the model lets a stop land only there: setting the
-        flag earlier reads the same), then stopped."""
+        """`lernie stop` of an agent whose driver is running (or a pending launch started
+        for it): the driver is first run on to its next check point (the model lets a
+        stop land only there: setting the flag earlier reads the same), then stopped."""
         w = self.world
-        key = data.draw(hst.sampled_from(sorted(k for k, a in w.actors.items()
-                                                if a.kind == "driver")), label="driver")
+        act = self._driver_at_work(data)
+        if act is None:
+            return
+        key = act.key
         for _ in range(60):
             act = w.actors.get(key)
             if act is None or w.stoppable():
@@ -1030,7 +1096,7 @@ class RefinementMachine(RuleBasedStateMachine):
 
     # -------------------------------------------------------- killed creations (R-PROBE-6)
 
-    @precondition(lambda self: bool(self.world.ids[0])
+    @precondition(lambda self: self.killed < KILLED_PER_PROGRAM and bool(self.world.ids[0])
                   and AGENT_REF_PREFIX + str(self.world.ids[0]) in read_refs(
                       self.world.ws.repo_git, (AGENT_REF_PREFIX,)))
     @rule(data=hst.data())
@@ -1041,4 +1107,5 @@ class RefinementMachine(RuleBasedStateMachine):
         ``crash`` rule (``CRASH_AT`` holds every point)."""
         at = data.draw(hst.sampled_from([p for p in CREATION if p != Point.DEPOSIT_COLLIDED]),
                        label="killed at")
+        self.killed += 1
         killed_dispatch(self.world, 0, at)

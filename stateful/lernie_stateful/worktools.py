@@ -207,6 +207,10 @@ BY_NAME = {c.name: c for c in CALLS}
 LOOK = "look"
 """The no-op call: a tool nobody offers (an error result, no protocol effect)."""
 CALL_NAMES: tuple[str, ...] = (LOOK, *BY_NAME)
+REFUSED: tuple[str, ...] = ("patch-mismatch", "patch-escape")
+"""The calls the tool must refuse whole, leaving every file as it was (R-TOOL-5, R-TOOL-2):
+the ones a tool that does part of its work before it checks the rest gets wrong, and
+a wrong one shows only in the files, so the machine draws them more often."""
 
 
 def blob_id(data: bytes) -> str:

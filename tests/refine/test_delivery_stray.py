@@ -109,7 +109,7 @@ def test_i_19_the_program_found_at_seed_104_refines_the_model() -> None:
     m.settle()
     m.model_replies(d(0, ["dispatch"]))
     m.operator_messages(d(2, False))
-    m.crash(d(12, ("ahead", 4)))
+    m.crash(d(False, 12, ("ahead", 4)))  # not "a driver": the actor drawn
     m.model_replies(d(0, ["dispatch"]))
     m.model_replies(d(0, ["dispatch"]))
     m.start_launched_driver(d(0, ("at", Point.DRAIN_RENAMED)))

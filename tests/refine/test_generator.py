@@ -171,3 +171,49 @@ def test_r_step_4_the_stop_check_after_a_tool_result_is_not_in_the_model(
     with pytest.raises(Divergence) as err:
         _cascade_stop_after_a_tool_result(World(tmp_path), land_alike=False)
     assert "terminal.stopped-marked" in str(err.value).splitlines()[0]
+
+
+def _killed_in_a_quiet_spell(world: World, at: str) -> None:
+    """`lernie prompt` P, whose model calls `patch-add`; the quiet spell that runs
+    everyone to the end (the machine's ``settle_killing_one``) kills P's driver the
+    first time a driver passes ``at``; then `lernie scan` and everyone to the end again,
+    as the machine's teardown does after a crash."""
+    world.script(P, "noop", tool="patch-add")
+    world.operator_message(P)
+    world.run_all(kill=(at, 0))
+    assert [a.points[-1].name for a in world.graveyard] == [at]
+    world.scan()
+    world.run_all()
+
+
+@pytest.mark.parametrize("at", [Point.HOP_ASSISTANT_COMMITTED, Point.HOP_TOOL_RAN])
+def test_r_step_2_a_driver_killed_in_a_tool_window_of_a_quiet_spell_is_settled(
+        tmp_path: Path, at: str) -> None:
+    world = World(tmp_path)
+    _killed_in_a_quiet_spell(world, at)
+    assert world.stranded() == []
+    assert world.real_view()[P].window == "closed"
+
+
+def test_r_step_2_a_tool_window_never_settled_diverges(tmp_path: Path) -> None:
+    with BY_NAME["no-crash-settlement"].apply(), pytest.raises(Divergence):
+        world = World(tmp_path)
+        _killed_in_a_quiet_spell(world, Point.HOP_TOOL_RAN)
+        if world.stranded():  # the teardown's verdict on the same run
+            raise Divergence("; ".join(world.stranded()))
+
+
+def test_r_drain_2_a_stray_of_a_quiet_spell_is_committed_by_the_next_holder(
+        tmp_path: Path) -> None:
+    world = World(tmp_path)
+    _killed_in_a_quiet_spell(world, Point.TRANSCRIPT_RENAMED)
+    assert world.stranded() == []
+    assert world.real_view()[P].uncommitted == ()
+
+
+def test_r_drain_2_without_stray_recovery_the_same_spell_diverges(tmp_path: Path) -> None:
+    with BY_NAME["no-stray-recovery"].apply(), pytest.raises(Divergence):
+        world = World(tmp_path)
+        _killed_in_a_quiet_spell(world, Point.TRANSCRIPT_RENAMED)
+        if world.stranded():
+            raise Divergence("; ".join(world.stranded()))

@@ -43,7 +43,7 @@ _lernie_check() {
             fi ;;
         code-mutants)
             case "${prev}" in
-                --only) COMPREPLY=( $(compgen -W "crash-loop-guard-never-resets delivery-unlinks-then-writes deposit-number-from-count deposit-stamped-at-write guarded-replace-writes-through launch-under-probe-lock lock-released-by-close lost-reply-not-resent mark-repair-moves-nothing model-timeout-not-passed one-retry-too-many packed-refs-read-once probe-launches-nobody revival-not-counted stale-git-lock-ignores-live-git stamp-not-past-pending stop-children-only stop-unknown-agent-text streamed-content-decoded-per-piece" -- "${cur}") ); return ;;
+                --only) COMPREPLY=( $(compgen -W "crash-loop-guard-never-resets delivery-unlinks-then-writes deposit-number-from-count deposit-stamped-at-write guarded-replace-writes-through launch-under-probe-lock lock-released-by-close lost-reply-not-resent mark-repair-moves-nothing model-timeout-not-passed one-retry-too-many packed-refs-read-once probe-launches-nobody revival-not-counted stale-git-lock-ignores-live-git stop-children-only stop-unknown-agent-text streamed-content-decoded-per-piece" -- "${cur}") ); return ;;
             esac
             if [[ "${cur}" == -* ]]; then
                 COMPREPLY=( $(compgen -W "--baseline --ci --help --json --list --only --quiet --timeout --verbose" -- "${cur}") ); return

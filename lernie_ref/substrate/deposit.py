@@ -4,8 +4,8 @@ Deposits are create-only and durable, stricter than upstream (D-1, D-2): the
 bytes go to a uniquely named dot-temp (``O_CREAT|O_EXCL``), are fsynced, and are
 published with ``link(2)``, which fails with ``EEXIST`` instead of replacing; a
 taken name moves the writer to the next number. Right before each link the temp's
-times are set to now, past every deposit pending there, so a deposit's mtime orders it
-by its publication (R-DEP-12, D-39). The temp is then unlinked and
+times are set to now, in nanoseconds, so a deposit's mtime orders it by its
+publication (R-DEP-12, D-39). The temp is then unlinked and
 the directory fsynced. A temp name starts with ``.`` and ends in ``.tmp``, so no
 reader ever accepts it (R-DEP-9). Every name is reached through
 :mod:`~lernie_ref.substrate.guarded`, never through a link (R-WS-7), and content may be
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import codecs  # loaded at interpreter start-up anyway (the text encodings use it)
 import os
+import time
 
 from lernie_ref.core import TYPE_CHECKING, Protocol
 from lernie_ref.core.actor import Passed, run
@@ -318,21 +319,11 @@ def _publish_in(
 
 
 def _stamp(inbox: guarded.Dir, temp: str) -> None:
-    """R-DEP-12: stamp ``temp`` as published now: its times set to the kernel's now, or,
-    when that is not past every deposit pending in the inbox (the clock has not moved on
-    since the newest was stamped), to one nanosecond past the newest; the (mtime, name)
-    listing (R-DEP-11) is then publication order, ties included."""
-    inbox.touch(temp)
-    now = inbox.lstat(temp).st_mtime_ns
-    newest = now - 1
-    for name in inbox.listdir():
-        if sender_of(name) is not None:
-            try:
-                newest = max(newest, inbox.lstat(name).st_mtime_ns)
-            except OSError:  # gone (delivered meanwhile) or unreadable: counts as 0
-                continue
-    if newest >= now:
-        inbox.touch(temp, newest + 1)
+    """R-DEP-12: stamp ``temp`` as published now, read from the real-time clock in
+    nanoseconds (the kernel's file clock ticks in milliseconds): deposits published one
+    after another get increasing mtimes, so the (mtime, name) listing (R-DEP-11) is
+    their publication order, ties included."""
+    inbox.touch(temp, time.time_ns())
 
 
 def _unlink_quietly(inbox: guarded.Dir, name: str) -> None:

@@ -228,14 +228,6 @@ MUTANTS: tuple[Mutant, ...] = (
         (tests("tests/foundation/test_deposit.py::"
                "test_r_dep_12_a_deposit_published_late_is_listed_after_those_published_first"),
          tests("tests/refine/test_delivery_order.py"))),
-    Mutant(
-        "stamp-not-past-pending", "lernie_ref/substrate/deposit.py",
-        "    if newest >= now:\n        inbox.touch(temp, newest + 1)\n",
-        "",
-        "R-DEP-12", "a deposit is stamped with the kernel's now only: one published in the "
-        "tick of a pending one goes before it when its name sorts first",
-        (tests("tests/foundation/test_deposit.py::"
-               "test_r_dep_12_a_deposit_is_stamped_past_every_pending_one"),)),
 )
 
 BY_NAME = {m.name: m for m in MUTANTS}

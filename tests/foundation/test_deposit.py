@@ -242,19 +242,21 @@ def test_r_dep_12_a_deposit_published_late_is_listed_after_those_published_first
     assert path.stat().st_mtime_ns >= early.stat().st_mtime_ns > old
 
 
-def test_r_dep_12_a_deposit_is_stamped_past_every_pending_one(
+def test_r_dep_12_deposits_published_one_after_another_are_listed_in_that_order(
     ws: Workspace, fixed_clock: FixedClock
 ) -> None:
-    """A deposit published while the newest pending one carries a stamp the kernel's clock
-    has not passed yet (published in the same tick, here an hour ahead so no timing can
-    tell the two apart) is stamped one nanosecond past it: the listing keeps publication
-    order even where the names alone would reverse it ("R-2" sorts before "user")."""
-    first = deposit(ws.root, "R-1", "user", "first", fixed_clock)
-    ahead = os.stat(first).st_mtime_ns + 3600 * 10**9
-    os.utime(first, ns=(ahead, ahead))
-    second = deposit(ws.root, "R-1", "R-2", "second", fixed_clock)
-    assert os.stat(second).st_mtime_ns == ahead + 1
-    assert [p.name for p in pending(first.parent)] == [first.name, second.name]
+    """Deposits published back to back by two senders whose names sort against their
+    order ("R-2" before "user"): many share a tick of the kernel's file clock, so only a
+    stamp finer than that tick keeps the listing in publication order."""
+    published = []
+    for i in range(40):
+        sender = "user" if i % 2 == 0 else "R-2"
+        published.append(deposit(ws.root, "R-1", sender, f"m{i}", fixed_clock).name)
+    box = inbox_dir(ws.root, "R-1")
+    stamps = [os.stat(box / n).st_mtime_ns for n in published]
+    assert stamps == sorted(stamps) and len(set(stamps)) == len(stamps)
+    assert [p.name for p in pending(box)] == published
+
 
 WRITER = """
 import sys

@@ -193,24 +193,47 @@ def entry() -> None:
 
 
 FAST_EXIT = ("message", "scan", "status")
-"""The verbs whose installed command ends with ``os._exit`` when it launched no driver
-(R-CLI-5)."""
+"""The verbs whose installed command ends with ``os._exit`` (R-CLI-5)."""
+
+
+def _until_shown(pids: list[int], tries: int = 2000) -> None:
+    """Wait until each launched driver shows the command it was started with: its
+    ``execve`` is done (``posix_spawn`` may return while the child is still inside it).
+    Bounded: a driver that is already gone, or never shows it, is not waited for."""
+    import os
+
+    for pid in pids:
+        for _ in range(tries):
+            try:
+                fd = os.open(f"/proc/{pid}/cmdline", os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                break
+            try:
+                shown = b"advance" in os.read(fd, 1 << 16)
+            except OSError:
+                shown = True
+            finally:
+                os.close(fd)
+            if shown:
+                break
+            os.sched_yield()
 
 
 def script() -> None:
     """The installed ``lernie`` command (``bin/lernie``). As :func:`entry`, except that
-    ``lernie message``, ``lernie scan`` and ``lernie status`` that launched no driver end
-    with ``os._exit`` once stdout and stderr are flushed: they leave no thread, open file
-    or exit hook behind, and tearing the interpreter down would cost a message about as
-    much as its own protocol work (a scan or status of a thousand agents a twentieth of
-    its run) (R-CLI-5). One that launched a driver exits normally: ``posix_spawn``
-    returns while the driver may still be inside ``execve``, and the normal exit leaves it
-    time to show its command line to anyone who looks right after the command returned."""
+    ``lernie message``, ``lernie scan`` and ``lernie status`` end with ``os._exit`` once
+    stdout and stderr are flushed: they leave no thread, open file or exit hook behind,
+    and tearing the interpreter down would cost a message about as much as its own
+    protocol work (a scan or status of a thousand agents a twentieth of its run). One that
+    launched a driver first waits until the driver shows its command line
+    (``_until_shown``), so anyone who looks right after the command returned finds it
+    (R-CLI-5)."""
     code = _command()
-    launcher = sys.modules.get("lernie_ref.substrate.launcher")
-    if sys.argv[1:2] and sys.argv[1] in FAST_EXIT and not getattr(launcher, "_LAUNCHED", None):
+    if sys.argv[1:2] and sys.argv[1] in FAST_EXIT:
         import os
 
+        launcher = sys.modules.get("lernie_ref.substrate.launcher")
+        _until_shown(list(getattr(launcher, "_LAUNCHED", None) or ()))
         sys.stderr.flush()
         os._exit(code)
     sys.exit(code)

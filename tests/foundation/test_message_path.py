@@ -29,7 +29,9 @@ from tests.support.light import (
     HEAVY_FOR_OPERATOR,
     check_light,
 )
+from tests.support.processes import driver_pids
 from tests.support.runners import run_cli
+from tests.support.waits import wait_quiescent
 from tests.support.workspaces import add_root
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -283,3 +285,20 @@ def test_r_cli_5_the_installed_scan_and_status_print_what_a_normal_exit_prints(
     assert f"{agent} has 1 undelivered message(s) and no driver" in table.stderr
     assert f'"id": "{agent}"' in _as_both(["status", "--json", root]).stdout
     assert _as_both(["status", str(ws.agents_root)]).returncode == 1
+
+
+def test_r_cli_5_the_installed_message_returns_once_its_driver_shows_its_command(
+    ws: Workspace, fixed_clock: FixedClock
+) -> None:
+    """The installed command ends a `lernie message` that launched a driver with
+    ``os._exit`` too, but only once the driver shows its ``advance`` command line: read
+    right after the command returned (before the driver can have started Python, let alone
+    finished), ``/proc`` names it as the agent's driver."""
+    agent = add_root(ws, fixed_clock, "solo")
+    done = subprocess.run([*SCRIPT, "message", str(ws.root), agent, "hi"],
+                          capture_output=True, text=True, timeout=120)
+    seen = driver_pids(ws, agent)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert len(seen) == 1
+    wait_quiescent(ws)
+    assert os.listdir(ws.inbox_dir(agent)) == []  # the driver it launched delivered the mail

@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import os
 import time
-from collections import deque
 from pathlib import Path
 from typing import Any
 
-from hypothesis import strategies as hst
 from lernie_stateful.refinement import RefinementMachine, World
 
 from lernie_ref.core.ids import require_agent_id
 from lernie_ref.core.vocab import MESSAGES_DIR, USER_SENDER, Point
+from tests.support.replay import Drawn, discard, teardown_checks
 
 P, C, S = 0, 1, 2
 HOUR_NS = 3600 * 10**9
@@ -116,22 +115,12 @@ def test_i_6_r_dep_12_a_result_published_in_the_tick_of_a_message_is_delivered_a
     finally:
         world.close()
 
-class _Drawn:
-    """A ``data`` whose draws are the values a found program drew, in order."""
-
-    def __init__(self, *values: Any) -> None:
-        self.values = deque(values)
-
-    def draw(self, strategy: hst.SearchStrategy[Any], label: str | None = None) -> Any:
-        return self.values.popleft()
-
-
 def test_i_6_the_program_found_at_seed_102_refines_the_model() -> None:
     """The program the machine found, shrunk, replayed rule by rule with what each rule
     drew (its writer to P paused at its temp write while C answered P, and dispatches
     killed at their creation points beside it), teardown included."""
     m = RefinementMachine()
-    d: Any = _Drawn
+    d: Any = Drawn
     try:
         m.operator_prompts(d(4, 1, ["answer", "dispatch", "message", "dispatch"], 1,
                              ["dispatch", "dispatch", "dispatch", "answer"], []))
@@ -174,12 +163,6 @@ def test_i_6_the_program_found_at_seed_102_refines_the_model() -> None:
         m.operator_messages(d(1, True, 1, ("driver", 8), 2))
         m.killed_dispatch(d(Point.DEPOSIT_PUBLISHED))
         m.operator_messages(d(1, True))
-        m.world.run_all()  # the teardown's checks (its search targets need Hypothesis)
-        if m.world.graveyard:
-            m.world.scan()
-            m.world.run_all()
-        assert m.world.stranded() == []
-        m.world.oracle.none_left(None, "after the run")
+        teardown_checks(m)
     finally:
-        m.world.close()
-        m._tmp.cleanup()
+        discard(m)

@@ -6,15 +6,14 @@ after the kill is one I-19 accepts; a stricter I-19 once called it stranded work
 
 from __future__ import annotations
 
-from collections import deque
 from pathlib import Path
 from typing import Any
 
-from hypothesis import strategies as hst
 from lernie_stateful.refinement import RefinementMachine, World
 
 from lernie_ref.core.ids import require_agent_id
 from lernie_ref.core.vocab import MESSAGES_DIR, Point
+from tests.support.replay import Drawn, discard, teardown_checks
 
 P, C = 0, 1
 
@@ -85,21 +84,11 @@ def test_r_scan_5_the_same_kill_after_the_commit_is_reported_and_revived(
         world.close()
 
 
-class _Drawn:
-    """A ``data`` whose draws are the values a found program drew, in order."""
-
-    def __init__(self, *values: Any) -> None:
-        self.values = deque(values)
-
-    def draw(self, strategy: hst.SearchStrategy[Any], label: str | None = None) -> Any:
-        return self.values.popleft()
-
-
 def test_i_19_the_program_found_at_seed_104_refines_the_model() -> None:
     """The program the machine found (with its killed-dispatch rule left out), replayed
     rule by rule with what each rule drew, teardown included."""
     m = RefinementMachine()
-    d: Any = _Drawn
+    d: Any = Drawn
     m.operator_prompts(d(4, 2, ["dispatch", "dispatch"], [], []))
     m.settle()
     m.model_replies(d(0, ["dispatch"]))
@@ -114,12 +103,7 @@ def test_i_19_the_program_found_at_seed_104_refines_the_model() -> None:
     m.model_replies(d(0, ["dispatch"]))
     m.start_launched_driver(d(0, ("at", Point.DRAIN_RENAMED)))
     assert m.world.graveyard[-1].points[-1].name == Point.DRAIN_RENAMED
-    try:  # the teardown's checks (its search targets need a running Hypothesis test)
-        m.world.run_all()
-        m.world.scan()
-        m.world.run_all()
-        assert m.world.stranded() == []
-        m.world.oracle.none_left(None, "after the run")
+    try:
+        teardown_checks(m)
     finally:
-        m.world.close()
-        m._tmp.cleanup()
+        discard(m)

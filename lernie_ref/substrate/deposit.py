@@ -320,7 +320,7 @@ def _publish_in(
 
 def _stamp(inbox: guarded.Dir, temp: str) -> None:
     """R-DEP-12: stamp ``temp`` as published now, read from the real-time clock in
-    nanoseconds (the kernel's file clock ticks in milliseconds): deposits published one
+    nanoseconds (the kernel's own file clock may tick in milliseconds): deposits published one
     after another get increasing mtimes, so the (mtime, name) listing (R-DEP-11) is
     their publication order, ties included."""
     inbox.touch(temp, time.time_ns())

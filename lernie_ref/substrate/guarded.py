@@ -210,14 +210,10 @@ class Dir:
     def lstat(self, name: str) -> os.stat_result:
         return os.stat(name, dir_fd=self.fd, follow_symlinks=False)
 
-    def touch(self, name: str, ns: int | None = None) -> None:
-        """``utimensat`` of ``name`` here: its access and modification times become ``ns``,
-        or (``None``) now, read from the kernel's clock as a write reads it (a link is not
-        followed)."""
-        if ns is None:
-            os.utime(name, dir_fd=self.fd, follow_symlinks=False)
-        else:
-            os.utime(name, ns=(ns, ns), dir_fd=self.fd, follow_symlinks=False)
+    def touch(self, name: str, ns: int) -> None:
+        """``utimensat`` of ``name`` here: its access and modification times become ``ns``
+        (a link is not followed)."""
+        os.utime(name, ns=(ns, ns), dir_fd=self.fd, follow_symlinks=False)
 
     def link(self, src: str, dst: str) -> None:
         """``linkat`` within this directory; fails with ``EEXIST`` on a taken name."""

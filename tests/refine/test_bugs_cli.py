@@ -35,7 +35,7 @@ def test_a_cut_shrink_replays_the_shortest_program_found(
     0's third program runs out of room to draw before anything fails: its teardown's
     divergence is not a failure Hypothesis stores, so the budget must not start there
     (``test_shrink_replay``)."""
-    out = run(examples=20, seed=seed, steps=20, bug=BY_NAME["no-reply-debt"], shrink=0.01,
+    out = run(examples=40, seed=seed, steps=20, bug=BY_NAME["no-reply-debt"], shrink=0.01,
               attribute=True)
     assert out.failed and out.shrink_cut and not out.also_unpatched
     assert 0 < len(out.program) <= 20

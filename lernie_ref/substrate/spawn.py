@@ -68,7 +68,9 @@ def spawn(
     ``posix_spawn`` itself may return while the child is still inside the ``execve``. The
     parent sleeps on a close-on-exec pipe whose other end only the child holds, and wakes
     at its end of file; the child is past the ``execve``'s point of no return by then, so
-    the end comes (or the child dies, which ends it too).
+    the end comes (or the child dies, which ends it too). Only a child that another thread
+    forked in that moment and that never execs could hold a copy longer: the reference
+    starts none (every child it starts execs at once).
 
     An ``OSError`` is the exec's own (``FileNotFoundError`` for a program not found)."""
     closing = [(os.POSIX_SPAWN_CLOSE, fd) for fd in inherited_fds(*keep)]

@@ -214,18 +214,24 @@ def test_r_step_7_dispatch_tool_forks_a_child_that_answers_its_parent(ws: Worksp
     assert all(inbox_names(ws, a) == [] for a in ws.agent_ids())
 
 
-def test_r_term_4_budget_exhausted_marks_parks_obituary_and_launches_nobody(
-    ws: Workspace,
-) -> None:
+def _kid_with_its_budget_spent(ws: Workspace) -> tuple[Inline, str, str]:
+    """A root and its child with a step budget of one, spent on its goal; then a second
+    message for the child, not yet driven: (runner, root, child)."""
     inline = Inline(ws, config=Config(step_budget=1))
     root = cli_prompt(ws, "x", "", inline.launcher)
     assert inline.settle()
     kid = cli_dispatch(ws, root, "first", "", inline.launcher)
     assert inline.settle()
-    before = names(ws, root)
-    inline.launcher.launches.clear()
     cli_message(ws, kid, "second", "user", inline.launcher)
     inline.launcher.launches.clear()
+    return inline, root, kid
+
+
+def test_r_term_4_budget_exhausted_marks_parks_obituary_and_launches_nobody(
+    ws: Workspace,
+) -> None:
+    inline, root, kid = _kid_with_its_budget_spent(ws)
+    before = names(ws, root)
     result = inline.hop(kid)
     assert result.outcome is Outcome.TERMINAL and result.epitaph is Epitaph.BUDGET_EXHAUSTED
     assert mark_value(ws, "budget-exhausted", kid) is not None
@@ -236,17 +242,10 @@ def test_r_term_4_budget_exhausted_marks_parks_obituary_and_launches_nobody(
     assert names(ws, root) == before
 
 
-
 def test_r_term_7_budget_exhausted_again_at_one_tip_deposits_no_second_obituary(
     ws: Workspace,
 ) -> None:
-    inline = Inline(ws, config=Config(step_budget=1))
-    root = cli_prompt(ws, "x", "", inline.launcher)
-    assert inline.settle()
-    kid = cli_dispatch(ws, root, "first", "", inline.launcher)
-    assert inline.settle()
-    cli_message(ws, kid, "second", "user", inline.launcher)
-    inline.launcher.launches.clear()
+    inline, root, kid = _kid_with_its_budget_spent(ws)
     assert inline.hop(kid).recipient == root
     tip = ws.branch_tip(kid)
     again = inline.hop(kid)  # the model call is still due, the budget still spent

@@ -27,6 +27,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lernie_ref.actors.parts import PRODUCTION, HopParts
+from lernie_ref.actors.readings import parking_reported
 from lernie_ref.actors.release import notice, release_actor
 from lernie_ref.core.actor import Actor, Passed
 from lernie_ref.core.clock import Clock
@@ -60,6 +61,7 @@ def conclude_actor(
     clock: Clock,
     parts: HopParts = PRODUCTION,
     reading: DebtReading = READING,
+    repeated: bool = False,
 ) -> Actor[AgentId | None]:
     """R-TERM-2: deposit → release → release rule → (final-response only) self and recipient.
 
@@ -69,6 +71,11 @@ def conclude_actor(
     release (the caller then releases by ``LOCK_UN`` and runs no release rule). The
     stopped mark, the recipient, the release and its rule and the recipient probe go
     through ``parts``, the debt the recipient reads is ``reading`` (R-STEP-10).
+
+    R-TERM-7: a parking event (``stopped``, ``budget-exhausted``) that repeats one already
+    reported at this tip deposits nothing; ``repeated`` says so for a ``budget-exhausted``
+    event, whose mark the caller set already, and a ``stopped`` event reads it here, before
+    its own mark is set.
 
     Points: ``Point.TERMINAL_STOPPED_MARKED``, ``Point.TERMINAL_RECIPIENT``; the result
     deposit's ``Point.DEPOSIT_LISTED``, ``Point.DEPOSIT_TEMP_WRITTEN``,
@@ -81,12 +88,22 @@ def conclude_actor(
     if epitaph is Epitaph.STOPPED:
         # R-TERM-6, D-19: the stop is recorded at the tip (a root has no parent to tell),
         # so the sweep and status read a stopped branch as at rest, not as a death.
+        tip = terminal_ref(ws, agent_id)
         try:
-            parts.terminal_mark(ws, MarkKind.STOPPED, agent_id, terminal_ref(ws, agent_id))
+            repeated = repeated or parking_reported(ws, agent_id, tip)
+            parts.terminal_mark(ws, MarkKind.STOPPED, agent_id, tip)
         except LernieError as exc:
             raise GitOpError("stopped update-ref", exc) from None
         yield Passed(Point.TERMINAL_STOPPED_MARKED, agent_id)
     to = parts.recipient(ws.worktree(agent_id), agent_id, epitaph, reading)
+    if repeated and to is not None and epitaph is not Epitaph.FINAL_RESPONSE:
+        # R-TERM-7: the parent already has a result carrying this tip; a second obituary
+        # would tell it nothing new and count as one event's result sent twice (I-11).
+        notice(
+            f"{agent_id}: {epitaph.value} again at {terminal_ref(ws, agent_id)[:12]}, already "
+            f"reported to {to}; no second obituary (R-TERM-7)"
+        )
+        to = None
     yield Passed(Point.TERMINAL_RECIPIENT, agent_id, to or "")
     if to is not None:
         sha = terminal_ref(ws, agent_id)

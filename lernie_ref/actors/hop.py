@@ -37,7 +37,7 @@ from lernie_ref.actors.exit_protocol import conclude_actor, terminal_ref
 from lernie_ref.actors.mark_repair import landed_result, repair_returned_mark
 from lernie_ref.actors.parts import HopParts, installed_parts
 from lernie_ref.actors.probe import probe_actor
-from lernie_ref.actors.readings import mark_value, unsent_reply
+from lernie_ref.actors.readings import mark_value, parking_reported, unsent_reply
 from lernie_ref.actors.release import notice, release_actor
 from lernie_ref.actors.tools import ToolContext, ToolParts, run_tool, tool_parts
 from lernie_ref.adapters.protocol import ModelAdapter, ModelRequest
@@ -306,6 +306,7 @@ def _conclude(
     seen: frozenset[tuple[str, int]],
     deps: HopDeps,
     response: str | None = None,
+    repeated: bool = False,
 ) -> Actor[HopResult]:
     to = yield from conclude_actor(
         ws,
@@ -318,6 +319,7 @@ def _conclude(
         clock=deps.clock,
         parts=deps.parts,
         reading=deps.debt,
+        repeated=repeated,
     )
     return HopResult(Outcome.TERMINAL, epitaph=epitaph, recipient=to)
 
@@ -338,9 +340,9 @@ def _step(
     used = model_steps(entries)
     if used >= deps.config.step_budget:
         try:
-            deps.parts.terminal_mark(
-                ws, MarkKind.BUDGET_EXHAUSTED, agent_id, terminal_ref(ws, agent_id)
-            )
+            tip = terminal_ref(ws, agent_id)
+            repeated = parking_reported(ws, agent_id, tip)  # R-TERM-7, before the mark moves
+            deps.parts.terminal_mark(ws, MarkKind.BUDGET_EXHAUSTED, agent_id, tip)
         except LernieError as exc:
             raise GitOpError("budget-exhausted update-ref", exc) from None
         notice(
@@ -348,7 +350,11 @@ def _step(
             "stopping (R-TERM-4)"
         )
         yield Passed(Point.HOP_BUDGET_EXHAUSTED, agent_id)
-        return (yield from _conclude(ws, agent_id, Epitaph.BUDGET_EXHAUSTED, lock, seen, deps))
+        return (
+            yield from _conclude(
+                ws, agent_id, Epitaph.BUDGET_EXHAUSTED, lock, seen, deps, repeated=repeated
+            )
+        )
     tools = deps.config.tools_for(agent_id, lambda: ws.agent_name(agent_id))
     request = ModelRequest(
         agent_id, entries, transcript.wire_messages(entries),

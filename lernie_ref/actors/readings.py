@@ -224,6 +224,18 @@ def assess(
     return condition_of(driven=False, pending_count=mail, due=due, budget_at_tip=budget_at_tip)
 
 
+def parking_reported(ws: Workspace, agent: AgentId, tip: str) -> bool:
+    """R-TERM-7: a ``stopped`` or ``budget-exhausted`` event at ``tip`` repeats one already
+    reported: a parking mark (either kind) is at the tip and so is the returned mark (the
+    parent has a result carrying this tip). Read before the event sets its own mark."""
+    if mark_value(ws, MarkKind.RETURNED, agent) != tip:
+        return False
+    return tip in (
+        mark_value(ws, MarkKind.STOPPED, agent),
+        mark_value(ws, MarkKind.BUDGET_EXHAUSTED, agent),
+    )
+
+
 # ------------------------------------------------------------------ results owed
 
 

@@ -196,11 +196,20 @@ FAST_EXIT = ("message", "scan", "status")
 """The verbs whose installed command ends with ``os._exit`` (R-CLI-5)."""
 
 
+_NAP = 50e-6
+"""Seconds between two reads of a driver's command line that did not show it yet."""
+
+
 def _until_shown(pids: list[int], tries: int = 2000) -> None:
-    """Wait until each launched driver shows the command it was started with: its
-    ``execve`` is done (``posix_spawn`` may return while the child is still inside it).
-    Bounded: a driver that is already gone, or never shows it, is not waited for."""
+    """Wait until each launched driver shows the command it was started with. The launch
+    returned once the driver's ``execve`` had closed its close-on-exec descriptors; the
+    kernel sets the new command line a little later in the same ``execve``, so the first
+    read most often shows it. Between reads the command sleeps (a yield would hand the
+    processor to any other runnable process, for a whole round on a busy machine, while
+    a sleep lets the driver, now runnable, go on). Bounded: a driver that is already
+    gone, or never shows it, is not waited for."""
     import os
+    import time  # built in and loaded at start-up
 
     for pid in pids:
         for _ in range(tries):
@@ -216,7 +225,7 @@ def _until_shown(pids: list[int], tries: int = 2000) -> None:
                 os.close(fd)
             if shown:
                 break
-            os.sched_yield()
+            time.sleep(_NAP)
 
 
 def script() -> None:

@@ -60,7 +60,10 @@ class AdvanceLauncher:
     inherited: the library opens every descriptor close-on-exec, and any inheritable
     one the process was handed is closed in the spawn. Signals the
     interpreter ignores (``SIGPIPE``, ``SIGXFSZ``) are reset to their defaults in the
-    driver, as ``subprocess`` does. It is never waited on: when the launching
+    driver, as ``subprocess`` does. The launch returns once the driver's ``execve`` is
+    through (:func:`~lernie_ref.substrate.spawn.spawn` with ``until_exec``): the driver
+    no longer shares the launcher's memory and holds none of its descriptors. It is
+    never waited on beyond that: when the launching
     process exits the driver is reparented to init; while a long-lived launcher
     lives, finished drivers are reaped at its next launch so no zombie piles up.
     """
@@ -87,7 +90,7 @@ class AdvanceLauncher:
             (os.POSIX_SPAWN_DUP2, log, 2),
         ]
         try:
-            pid = spawn(argv, env, actions, setsid=True, keep=(log,))
+            pid = spawn(argv, env, actions, setsid=True, keep=(log,), until_exec=True)
         except OSError as exc:
             raise LaunchError(io_text(exc)) from None
         finally:

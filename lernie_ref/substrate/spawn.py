@@ -59,17 +59,51 @@ def spawn(
     *,
     setsid: bool = False,
     keep: tuple[int, ...] = (),
+    until_exec: bool = False,
 ) -> int:
     """Start ``argv`` with the file ``actions`` and return its pid (see the module's rules).
+
+    With ``until_exec`` it returns only once the child's ``execve`` is through (its
+    close-on-exec descriptors are closed, so ``/proc/<pid>/exe`` is the new program):
+    ``posix_spawn`` itself may return while the child is still inside the ``execve``. The
+    parent sleeps on a close-on-exec pipe whose other end only the child holds, and wakes
+    at its end of file; the child is past the ``execve``'s point of no return by then, so
+    the end comes (or the child dies, which ends it too). Only a child that another thread
+    forked in that moment and that never execs could hold a copy longer: the reference
+    starts none (every child it starts execs at once).
 
     An ``OSError`` is the exec's own (``FileNotFoundError`` for a program not found)."""
     closing = [(os.POSIX_SPAWN_CLOSE, fd) for fd in inherited_fds(*keep)]
     path = _resolve(argv[0], env)
+    if not until_exec:
+        return _posix_spawn(path, argv, env, [*actions, *closing], setsid)
+    watch, held = os.pipe()  # both close-on-exec: the child's copy of `held` goes at execve
+    try:
+        pid = _posix_spawn(path, argv, env, [*actions, *closing], setsid)
+    except BaseException:
+        os.close(watch)
+        raise
+    finally:
+        os.close(held)
+    try:
+        os.read(watch, 1)  # b"": no copy of `held` is left open
+    finally:
+        os.close(watch)
+    return pid
+
+
+def _posix_spawn(
+    path: str,
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    file_actions: list[tuple[object, ...]],
+    setsid: bool,
+) -> int:
     return os.posix_spawn(
         path,
         list(argv),
         env,
-        file_actions=[*actions, *closing],
+        file_actions=file_actions,
         setsid=setsid,
         setsigdef=(_SIGPIPE, _SIGXFSZ),
     )

@@ -1153,18 +1153,24 @@ def tool_result(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
 
 def _terminate(st: State, prof: Profile, scope: Scope, i: int, ep: str, why: str) -> Succ:
     """R-TERM-1 a stopped / budget-exhausted event: its mark is set at the tip
-    (R-TERM-4, R-TERM-6), then the obituary goes to the parent (R-ADDR-1)."""
+    (R-TERM-4, R-TERM-6), then the obituary goes to the parent (R-ADDR-1), unless a
+    parking event at this tip was reported already (R-TERM-7: both marks at the tip)."""
     p = st.procs[i]
-    r = parent_of(scope, p.agent)  # R-ADDR-1
-    ag = st.agents[p.agent]._replace(parked_at_tip=True)
+    ag = st.agents[p.agent]
+    repeated = ag.parked_at_tip and ag.returned_at_tip  # R-TERM-7, read before the mark
+    r = NOBODY if repeated else parent_of(scope, p.agent)  # R-ADDR-1
+    ag = ag._replace(parked_at_tip=True)
     h = ag.history.value
     ag = _ah(ag, parked_at=h.commits, parkings=(*h.parkings, h.commits))
     s = st._replace(agents=_set_agent(st, p.agent, ag))
     q = _ph(p._replace(epitaph=ep, recipient=r, target=r, sender=p.agent, deposit_kind=ep,
                        tool="", pc=Pc.RESULT_LIST_INBOX if r != NOBODY else Pc.RELEASE_LEASE),
             parked_event=True)
-    return [(_step("R-TERM-1", i, f"{why}: {ep} (obituary to {name(r)})", Action.PARKING_EVENT,
-                  also=("R-ADDR-1", "R-TERM-4", "R-ID-1", "R-STEP-4")), _put(s, i, q))]
+    told = "already reported: no obituary" if repeated else f"obituary to {name(r)}"
+    also = ("R-TERM-7", "R-TERM-4", "R-STEP-4") if repeated else (
+        "R-ADDR-1", "R-TERM-4", "R-ID-1", "R-STEP-4")
+    return [(_step("R-TERM-1", i, f"{why}: {ep} ({told})", Action.PARKING_EVENT,
+                  also=also), _put(s, i, q))]
 
 
 def release(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
@@ -1568,6 +1574,7 @@ RULES: dict[str, Callable[..., object]] = {
     "R-TERM-4": _after_reread,
     "R-TERM-5": release,
     "R-TERM-6": tool_result,
+    "R-TERM-7": _terminate,
     "R-REL-1": reread,
     "R-REL-2": warrants,
     "R-ADDR-1": _terminate,

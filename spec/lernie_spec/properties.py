@@ -571,7 +571,8 @@ def i12_reply_owed_once(e: Edge) -> bool:
     exactly once: counted over the ghost history, every reply published (by any
     path) pays the debt of the newest terminal response before it, which must be
     owed and not paid already. Obituaries: one `died` per tip, and no more
-    `stopped`/`budget-exhausted` obituaries than stop and budget events."""
+    `stopped`/`budget-exhausted` obituaries than stop and budget events, one per tip
+    (R-TERM-7)."""
     pre, step = _steps(e)
     for _, f in e.files:
         if f.kind == PLAIN or f.sender < 0:
@@ -585,8 +586,9 @@ def i12_reply_owed_once(e: Edge) -> bool:
         elif f.kind == DIED:
             if any(r.kind == DIED and r.tip == h.commits for r in h.results):
                 return False
-        elif sum(1 for r in h.results if parked_kind(r.kind)) >= len(h.parkings):
-            return False
+        elif sum(1 for r in h.results if parked_kind(r.kind)) >= len(h.parkings) or any(
+                parked_kind(r.kind) and r.tip == h.commits for r in h.results):
+            return False  # R-TERM-7: one parking obituary per tip
     if step.action is Action.RELEASE_LEASE and step.actor >= 0:
         p = pre.procs[step.actor]
         k = p.history.value.committed_final

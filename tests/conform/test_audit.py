@@ -4,6 +4,7 @@ corruption fails, naming the files or commits involved (I-4, I-5, I-11, I-12, I-
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -74,6 +75,27 @@ def test_audit_duplicated_delivery_names_both_copies(
                  add={f"messages/{nxt}-{a}.md": blob(repo, f"agents/{lead}", f"messages/{first}")})
     found = only(violations(ws), "delivery")
     assert "delivered twice" in found.message
+    assert any(first in w for w in found.where) and any(bad[:12] in w for w in found.where)
+
+
+def test_i_11_audit_result_sent_again_a_second_later_is_delivered_twice(
+        team: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    """I-11, I-5: one terminal event's result deposited twice, the second copy stamped a
+    second later (so its bytes differ from the first's), is still one result delivered twice."""
+    ws = copy_ws(team[0], tmp_path / "ws")
+    lead, a = team[1]["lead"], team[1]["a"]
+    repo = ws / "repo.git"
+    names = entries_at(repo, f"agents/{lead}")
+    first = next(n for n in names if n.endswith(f"-{a}.md"))
+    data = blob(repo, f"agents/{lead}", f"messages/{first}")
+    stamp = re.search(rb"deposited_at: (\S+)", data)
+    assert stamp is not None and b"terminal_ref: " in data
+    later = data.replace(stamp.group(0), b"deposited_at: 2099-01-01T00:00:01Z")
+    nxt = f"{len(names) + 1:03d}"
+    bad = commit(repo, f"agents/{lead}", f"transcript {nxt}: {a} [{lead}]",
+                 add={f"messages/{nxt}-{a}.md": later})
+    found = only(violations(ws), "delivery")
+    assert "result" in found.message and "delivered twice" in found.message
     assert any(first in w for w in found.where) and any(bad[:12] in w for w in found.where)
 
 

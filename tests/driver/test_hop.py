@@ -10,6 +10,7 @@ import pytest
 from lernie_ref.actors.drain import drain_actor
 from lernie_ref.actors.hop import Outcome, hop_actor
 from lernie_ref.actors.readings import mark_value
+from lernie_ref.actors.sweep import scan
 from lernie_ref.adapters import ModelReply, ModelRequest
 from lernie_ref.core.actor import run
 from lernie_ref.core.clock import SystemClock
@@ -213,18 +214,24 @@ def test_r_step_7_dispatch_tool_forks_a_child_that_answers_its_parent(ws: Worksp
     assert all(inbox_names(ws, a) == [] for a in ws.agent_ids())
 
 
-def test_r_term_4_budget_exhausted_marks_parks_obituary_and_launches_nobody(
-    ws: Workspace,
-) -> None:
+def _kid_with_its_budget_spent(ws: Workspace) -> tuple[Inline, str, str]:
+    """A root and its child with a step budget of one, spent on its goal; then a second
+    message for the child, not yet driven: (runner, root, child)."""
     inline = Inline(ws, config=Config(step_budget=1))
     root = cli_prompt(ws, "x", "", inline.launcher)
     assert inline.settle()
     kid = cli_dispatch(ws, root, "first", "", inline.launcher)
     assert inline.settle()
-    before = names(ws, root)
-    inline.launcher.launches.clear()
     cli_message(ws, kid, "second", "user", inline.launcher)
     inline.launcher.launches.clear()
+    return inline, root, kid
+
+
+def test_r_term_4_budget_exhausted_marks_parks_obituary_and_launches_nobody(
+    ws: Workspace,
+) -> None:
+    inline, root, kid = _kid_with_its_budget_spent(ws)
+    before = names(ws, root)
     result = inline.hop(kid)
     assert result.outcome is Outcome.TERMINAL and result.epitaph is Epitaph.BUDGET_EXHAUSTED
     assert mark_value(ws, "budget-exhausted", kid) is not None
@@ -234,6 +241,17 @@ def test_r_term_4_budget_exhausted_marks_parks_obituary_and_launches_nobody(
     assert "epitaph: budget-exhausted\n" in text and text.endswith("---\n")
     assert names(ws, root) == before
 
+
+def test_r_term_7_budget_exhausted_again_at_one_tip_deposits_no_second_obituary(
+    ws: Workspace,
+) -> None:
+    inline, root, kid = _kid_with_its_budget_spent(ws)
+    assert inline.hop(kid).recipient == root
+    tip = ws.branch_tip(kid)
+    again = inline.hop(kid)  # the model call is still due, the budget still spent
+    assert again.epitaph is Epitaph.BUDGET_EXHAUSTED and again.recipient is None
+    assert ws.branch_tip(kid) == tip
+    assert _obituaries(ws, root) == ["budget-exhausted"]
 
 def test_r_term_1_stop_before_the_model_call_parks_a_stopped_obituary(ws: Workspace) -> None:
     inline = Inline(ws)
@@ -253,6 +271,62 @@ def test_r_term_1_stop_before_the_model_call_parks_a_stopped_obituary(ws: Worksp
     cli_message(ws, kid, "go on", "user", inline.launcher)
     assert inline.settle()
     assert names(ws, kid)[-1] == "003-scripted.json"
+
+
+def _obituaries(ws: Workspace, parent: str) -> list[str]:
+    """The epitaphs of the results pending in ``parent``'s inbox, oldest first."""
+    return [
+        line.removeprefix("epitaph: ")
+        for n in inbox_names(ws, parent)
+        for line in (ws.inbox_dir(parent) / n).read_text().splitlines()
+        if line.startswith("epitaph: ")
+    ]
+
+
+def test_r_term_7_a_second_stop_at_one_tip_deposits_no_second_obituary(
+    ws: Workspace, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A driver launched before a stop landed takes the lock after the stopped one and is
+    stopped in turn, with nothing new on the branch: the parent hears of the stop once."""
+    inline = Inline(ws)
+    root = cli_prompt(ws, "x", "", inline.launcher)
+    assert inline.settle()
+    kid = cli_dispatch(ws, root, "work", "", inline.launcher)
+    inline.launcher.launches.clear()
+    inline.stop = True
+    assert inline.hop(kid).epitaph is Epitaph.STOPPED
+    tip = ws.branch_tip(kid)
+    capfd.readouterr()
+    again = inline.hop(kid)
+    assert again.epitaph is Epitaph.STOPPED and again.recipient is None
+    assert ws.branch_tip(kid) == tip and mark_value(ws, "stopped", kid) == tip
+    assert _obituaries(ws, root) == ["stopped"]
+    assert f"stopped again at {tip[:12]}, already reported to {root}" in capfd.readouterr().err
+    assert inline.launcher.launches == []
+    # still no locked door: a later message is answered, and a stop after it is reported
+    inline.stop = False
+    cli_message(ws, kid, "go on", "user", inline.launcher)
+    assert inline.settle()
+    cli_message(ws, kid, "and on", "user", inline.launcher)
+    inline.stop = True
+    assert inline.hop(kid).recipient == root
+    assert _obituaries(ws, root) == ["stopped", "stopped"]
+
+
+def test_r_term_7_a_stop_after_a_died_obituary_at_one_tip_is_reported(ws: Workspace) -> None:
+    """Only a parking event repeats one: a death reported at the tip is no stop, so a stop
+    of the revived driver before it commits anything still reaches the parent."""
+    inline = Inline(ws)
+    root = cli_prompt(ws, "x", "", inline.launcher)
+    assert inline.settle()
+    kid = cli_dispatch(ws, root, "work", "", inline.launcher)
+    inline.launcher.launches.clear()
+    inline.crash_at(kid, Point.HOP_WARRANT)
+    report = scan(ws, inline.launcher, SystemClock())
+    assert report.swept == [kid]
+    inline.stop = True
+    assert inline.hop(kid).recipient == root
+    assert _obituaries(ws, root) == ["died", "stopped"]
 
 
 def test_r_term_1_stop_inside_the_tool_window_settles_unanswered_calls(ws: Workspace) -> None:

@@ -302,3 +302,20 @@ def test_r_cli_5_the_installed_message_returns_once_its_driver_shows_its_command
     assert len(seen) == 1
     wait_quiescent(ws)
     assert os.listdir(ws.inbox_dir(agent)) == []  # the driver it launched delivered the mail
+
+
+def test_r_cli_5_the_wait_for_a_driver_that_never_shows_its_command_is_bounded() -> None:
+    """A launched process whose command line never names ``advance`` (a stand-in that is
+    not a driver), and one already gone: the installed command's wait returns for both."""
+    from lernie_ref.cli import _until_shown
+    from lernie_ref.substrate.spawn import spawn
+
+    pid = spawn(["/bin/sh", "-c", "sleep 30; exit 7"], os.environ, [], setsid=True,
+                until_exec=True)
+    try:
+        _until_shown([pid], tries=5)
+        assert os.waitpid(pid, os.WNOHANG) == (0, 0)  # it was still running, never shown
+    finally:
+        os.killpg(pid, 9)
+        os.waitpid(pid, 0)
+    _until_shown([pid], tries=5)  # gone: its /proc entry cannot be opened

@@ -109,3 +109,37 @@ def test_r_ws_6_git_runs_without_subprocess_and_fails_with_its_text(tmp_path: Pa
         git.run(tmp_path, ["rev-parse", "--verify", "HEAD"])
     assert str(caught.value).startswith('git ["rev-parse", "--verify", "HEAD"] exited with')
     assert "fatal: not a git repository" in str(caught.value)
+
+
+def _pipe_inode(fd: int) -> str:
+    return f"pipe:[{os.fstat(fd).st_ino}]"
+
+
+def test_r_launch_2_a_spawn_until_exec_returns_with_the_child_in_its_own_program() -> None:
+    """``until_exec``: when the call returns, the child's ``execve`` is through. It runs its
+    own program (here ``sh``, not this interpreter, whose image it shared until then) and
+    holds no copy of a close-on-exec descriptor of this process."""
+    marker_r, marker_w = os.pipe()  # close-on-exec, as every descriptor the library opens
+    shell = "/bin/sh"
+    try:
+        pid = spawn.spawn([shell, "-c", "sleep 30; exit 7"], os.environ, [], setsid=True,
+                          until_exec=True)
+        try:
+            exe = os.readlink(f"/proc/{pid}/exe")
+            held = {os.readlink(f"/proc/{pid}/fd/{n}") for n in os.listdir(f"/proc/{pid}/fd")}
+        finally:
+            os.killpg(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+    finally:
+        marker = _pipe_inode(marker_r)
+        os.close(marker_r)
+        os.close(marker_w)
+    assert exe == os.path.realpath(shell) != os.path.realpath(PY)
+    assert marker not in held
+
+
+def test_r_launch_2_a_spawn_until_exec_that_cannot_start_leaves_no_descriptor() -> None:
+    before = sorted(os.listdir("/proc/self/fd"))
+    with pytest.raises(FileNotFoundError):
+        spawn.spawn(["/nonexistent/lernie"], os.environ, [], until_exec=True)
+    assert sorted(os.listdir("/proc/self/fd")) == before

@@ -33,7 +33,9 @@ format     every delivered entry is a well-formed deposit whose ``from:`` is its
            origin; model and tool entries are entry JSON (R-DEP-4/5, R-TR-4)
 delivery   every message an agent's transcript says it sent (a ``message`` or
            ``dispatch`` tool call answered ok) is pending or delivered exactly
-           once; no bytes both pending and delivered, none delivered twice (I-5)
+           once; no bytes both pending and delivered, none delivered twice (I-5);
+           a result is one terminal event's (sender, epitaph, ``terminal_ref``),
+           however it is stamped: two copies are one result twice (I-11)
 results    every result names a commit of its sender; a ``final-response`` answers
            a debt (I-12), goes to the re-derived address, never to its own sender
            (I-11), carries the entry's text; an obituary goes to the parent

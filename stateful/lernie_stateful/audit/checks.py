@@ -344,10 +344,22 @@ def _sends(h: History) -> list[tuple[str, str, str, str, bool]]:
     return out
 
 
+def _copy_key(c: Copy) -> tuple[str, bytes]:
+    """What makes two copies one deposit: a result is one terminal event's, named by its
+    sender, epitaph and ``terminal_ref`` (I-11: one result per event; its ``deposited_at``
+    is left out, so a result sent again a second later is the same result); any other
+    deposit is its bytes."""
+    dep = read_deposit(c.data)
+    if isinstance(dep, Deposit) and dep.get("terminal_ref"):
+        event = f"{c.sender}\0{dep.get('epitaph') or ''}\0{dep.get('terminal_ref')}"
+        return c.recipient, b"result\0" + event.encode("utf-8", "surrogateescape")
+    return c.recipient, c.data
+
+
 def _deliveries(h: History, rep: Report) -> None:
     groups: dict[tuple[str, bytes], list[Copy]] = defaultdict(list)
     for c in h.copies:
-        groups[(c.recipient, c.data)].append(c)
+        groups[_copy_key(c)].append(c)
     sends = _sends(h)
     witnessed = Counter((s, r, body) for s, r, body, _, _ in sends)
     for (recipient, _), copies in groups.items():
@@ -356,8 +368,11 @@ def _deliveries(h: History, rep: Report) -> None:
         sender = copies[0].sender
         dep = read_deposit(copies[0].data)
         body = dep.body if isinstance(dep, Deposit) else ""
+        what_one = f"one deposit from {sender!r}"
         if isinstance(dep, Deposit) and dep.get("terminal_ref"):
             allowed = 1  # a terminal event has one result (I-11)
+            what_one = (f"one {dep.get('epitaph')} result from {sender!r} carrying "
+                        f"{(dep.get('terminal_ref') or '')[:12]}")
         elif sender == h.lay.user or sender not in h.agents:
             rep.add("note", "delivery", "I-5", recipient,
                     f"{len(copies)} byte-identical deposits from {sender!r}: history cannot "
@@ -371,7 +386,7 @@ def _deliveries(h: History, rep: Report) -> None:
             what = ("both pending and delivered" if 0 < delivered < len(copies)
                     else "delivered twice" if delivered > 1 else "pending twice")
             rep.add("violation", "delivery", "I-5, R-DRAIN-4", recipient,
-                    f"one deposit from {sender!r} is {what} ({len(copies)} copies, "
+                    f"{what_one} is {what} ({len(copies)} copies, "
                     f"{allowed} sent)", *(c.place for c in copies))
     bodies: Counter[tuple[str, str, str]] = Counter()
     for c in h.copies:

@@ -99,7 +99,7 @@ DEFAULT: tuple[NamedScope, ...] = (
                                split_mark=True),
                "P and C exist: one message, a tool step, a stop, a scan, a crash, a budget; "
                "a result and its returned mark in two steps",
-               size=7729),
+               size=7703),
     NamedScope("stop-tree", Scope((NOBODY, 0, 1), (True, True, True), messages=1, advances=0,
                                   stops=1, scans=0, crashes=0, tools=1, sends=0, exhaust=0,
                                   max_procs=2, message_to=(2,)),
@@ -123,7 +123,7 @@ DEFAULT: tuple[NamedScope, ...] = (
     NamedScope("dispatch", Scope(_TREE, (True, False), messages=1, advances=0, stops=1,
                                  scans=1, crashes=1, tools=0, sends=1, exhaust=1, max_procs=2),
                "P dispatches C: a stop, a scan, a crash and a budget exhaustion race the child",
-               size=81048),
+               size=80273),
     NamedScope("lineage", Scope((NOBODY, 0, 1), (True, True, True), messages=1, advances=0,
                                 stops=0, scans=0, crashes=0, tools=0, sends=1, exhaust=0,
                                 max_procs=2),

@@ -82,6 +82,8 @@ def canonical(st: State) -> State:
         if a.role is b.role and _proc_key(b) < _proc_key(a):
             return st._replace(procs=(b, a))
         return st
+    if len({p.role for p in procs}) == len(procs):  # one process per role: nothing to sort
+        return st
     out = list(procs)
     for role in (Role.WRITER, Role.DRIVER, Role.SCANNER):
         places = [k for k, p in enumerate(procs) if p.role is role]
@@ -170,7 +172,15 @@ def _explore(
     t0 = time.perf_counter()
     canon = canonical if symmetry else _identity
     init = initial(scope)
-    index: dict[object, int] = {(init, ghost_key(init, scope)) if ghost else init: 0}
+    # The table of states, in two levels so that a ghost reading is computed only where it
+    # can tell two states apart: `index` numbers the first state reached with each value
+    # (`==` ignores the ghost); only when another state of that value comes, both are
+    # read (`ghost_key`) and `split` numbers the state by that first state's number and
+    # its reading. A state whose value is new is new whatever its history says, and most
+    # are (SPEC §19, *Speed*). Without `ghost`, `index` alone is the table.
+    index: dict[State, int] = {init: 0}
+    split: dict[tuple[int, tuple[object, ...]], int] = {}
+    read: set[int] = set()  # the first states whose reading is in `split`
     states: list[State] = [init]
     parent: list[int] = [-1]
     via: list[Step | None] = [None]
@@ -200,7 +210,12 @@ def _explore(
                 observe(st, step, nxt)
             post = canon(nxt)
             n = len(states)
-            j = index.setdefault((post, ghost_key(post, scope)) if ghost else post, n)
+            j = index.setdefault(post, n)
+            if ghost and j != n:
+                if j not in read:
+                    read.add(j)
+                    split[j, ghost_key(states[j], scope)] = j
+                j = split.setdefault((j, ghost_key(post, scope)), n)
             # judged as taken (before the canonical form); the state half of
             # I-1 only when the post-state is new (`step_violations`)
             bad = step_violations(st, step, nxt, scope, j == n)

@@ -500,12 +500,31 @@ def _flight_remove(deps: tuple[Dep, ...], d: Dep) -> tuple[Dep, ...]:
 # Written by the transitions, read only by the invariants and the coverage.
 
 
-def _ah(ag: Agent, **kw: Any) -> Agent:  # Any: NamedTuple._replace by name
-    return ag._replace(history=Ghost(ag.history.value._replace(**kw)))
+# The ghost history is written on almost every step, so these two build the new record
+# directly: the history's changed fields set by name (as `_replace` would, without a
+# second keyword call), and the agent or process copied with the new history as its last
+# field (checked below) instead of through `_replace(history=...)`.
+assert Agent._fields[-1] == "history" and Proc._fields[-1] == "history"
+_AH_AT = {f: k for k, f in enumerate(AgentHistory._fields)}
+_PH_AT = {f: k for k, f in enumerate(ProcHistory._fields)}
+
+
+def _ah(ag: Agent, **kw: Any) -> Agent:  # Any: history fields by name, as `_replace` takes
+    v = list(ag.history.value)
+    for f, x in kw.items():
+        v[_AH_AT[f]] = x
+    w = list(ag)
+    w[-1] = Ghost(tuple.__new__(AgentHistory, v))
+    return tuple.__new__(Agent, w)
 
 
 def _ph(p: Proc, **kw: Any) -> Proc:  # Any: as above
-    return p._replace(history=Ghost(p.history.value._replace(**kw)))
+    v = list(p.history.value)
+    for f, x in kw.items():
+        v[_PH_AT[f]] = x
+    w = list(p)
+    w[-1] = Ghost(tuple.__new__(ProcHistory, v))
+    return tuple.__new__(Proc, w)
 
 
 def _noted_entry(ag: Agent, e: Entry) -> Agent:
@@ -564,7 +583,9 @@ def _noted_death(agents: tuple[Agent, ...], p: Proc) -> tuple[Agent, ...]:
     for a, ag in enumerate(agents):
         if ag.exists:
             ah = ag.history.value
-            d = Death(p.role, p.agent, h.published, h.woke, ah.serials)
+            # Death(...) without NamedTuple's generated constructor (as `_step`): a crash
+            # is a successor of every process of almost every state
+            d = tuple.__new__(Death, (p.role, p.agent, h.published, h.woke, ah.serials))
             leases = (*ah.leases, "lost") if p.lease and p.agent == a else ah.leases
             ag = _ah(ag, deaths=(*ah.deaths, d), leases=leases)
         out.append(ag)

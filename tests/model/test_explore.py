@@ -232,3 +232,26 @@ def test_speed_the_fast_step_and_state_builders_agree_with_the_records() -> None
     put = model._put(nxt, 0, nxt.procs[0]._replace(number=1))
     assert type(put) is State
     assert put == nxt._replace(procs=(nxt.procs[0]._replace(number=1),))
+
+
+def test_speed_the_ghost_writers_agree_with_replace() -> None:
+    """`_ah` and `_ph` write a history without `_replace`: the same record, every field
+    but the history kept, the history's named fields set and the others kept, and a
+    field the history does not have refused (SPEC §19, *Speed*)."""
+    from lernie_spec import model
+
+    st = initial(Scope())
+    (_, nxt), *_ = model.ext_message(st, Profile(), Scope())
+    ag = nxt.agents[0]._replace(pending_launches=1)
+    got = model._ah(ag, commits=4, leases=("taken",))
+    want_h = ag.history.value._replace(commits=4, leases=("taken",))
+    assert type(got) is model.Agent and type(got.history.value) is model.AgentHistory
+    assert tuple(got[:-1]) == tuple(ag[:-1]) and got.history.value == want_h
+    assert ag.history.value.commits == 1  # the old record is untouched
+    p = nxt.procs[0]
+    q = model._ph(p, woke=(0,), released=True)
+    assert type(q) is model.Proc and type(q.history.value) is model.ProcHistory
+    assert tuple(q[:-1]) == tuple(p[:-1])
+    assert q.history.value == p.history.value._replace(woke=(0,), released=True)
+    with pytest.raises(KeyError):
+        model._ah(ag, no_such_field=1)

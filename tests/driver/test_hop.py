@@ -253,12 +253,19 @@ def test_r_term_7_budget_exhausted_again_at_one_tip_deposits_no_second_obituary(
     assert ws.branch_tip(kid) == tip
     assert _obituaries(ws, root) == ["budget-exhausted"]
 
-def test_r_term_1_stop_before_the_model_call_parks_a_stopped_obituary(ws: Workspace) -> None:
+def _kid_with_work(ws: Workspace) -> tuple[Inline, str, str]:
+    """A settled root and its child with its goal pending, not yet driven:
+    (runner, root, child)."""
     inline = Inline(ws)
     root = cli_prompt(ws, "x", "", inline.launcher)
     assert inline.settle()
     kid = cli_dispatch(ws, root, "work", "", inline.launcher)
     inline.launcher.launches.clear()
+    return inline, root, kid
+
+
+def test_r_term_1_stop_before_the_model_call_parks_a_stopped_obituary(ws: Workspace) -> None:
+    inline, root, kid = _kid_with_work(ws)
     inline.stop = True
     result = inline.hop(kid)
     assert result.epitaph is Epitaph.STOPPED
@@ -288,11 +295,7 @@ def test_r_term_7_a_second_stop_at_one_tip_deposits_no_second_obituary(
 ) -> None:
     """A driver launched before a stop landed takes the lock after the stopped one and is
     stopped in turn, with nothing new on the branch: the parent hears of the stop once."""
-    inline = Inline(ws)
-    root = cli_prompt(ws, "x", "", inline.launcher)
-    assert inline.settle()
-    kid = cli_dispatch(ws, root, "work", "", inline.launcher)
-    inline.launcher.launches.clear()
+    inline, root, kid = _kid_with_work(ws)
     inline.stop = True
     assert inline.hop(kid).epitaph is Epitaph.STOPPED
     tip = ws.branch_tip(kid)
@@ -316,11 +319,7 @@ def test_r_term_7_a_second_stop_at_one_tip_deposits_no_second_obituary(
 def test_r_term_7_a_stop_after_a_died_obituary_at_one_tip_is_reported(ws: Workspace) -> None:
     """Only a parking event repeats one: a death reported at the tip is no stop, so a stop
     of the revived driver before it commits anything still reaches the parent."""
-    inline = Inline(ws)
-    root = cli_prompt(ws, "x", "", inline.launcher)
-    assert inline.settle()
-    kid = cli_dispatch(ws, root, "work", "", inline.launcher)
-    inline.launcher.launches.clear()
+    inline, root, kid = _kid_with_work(ws)
     inline.crash_at(kid, Point.HOP_WARRANT)
     report = scan(ws, inline.launcher, SystemClock())
     assert report.swept == [kid]

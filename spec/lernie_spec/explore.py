@@ -27,7 +27,7 @@ import gc
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from lernie_spec.model import Pc, Proc, Profile, Role, Scope, State, Step, initial, successors
 from lernie_spec.properties import (
@@ -60,7 +60,7 @@ Observer = Callable[[State, Step, State], None]
 
 
 # enum members ranked by definition order (reading `.value` runs Python code)
-_RANK: dict[object, int] = {m: k for k, m in enumerate((*Role, *Pc))}
+_RANK: Final[dict[object, int]] = {m: k for k, m in enumerate((*Role, *Pc))}
 
 
 def _proc_key(p: Proc) -> tuple[object, ...]:

@@ -35,19 +35,19 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any, Final, Generic, NamedTuple, TypeVar
 
 from lernie_spec import vocab
 
-USER = -1  # the operator as a sender / last prompter (R-ID-7)
-NOBODY = -2  # no last prompter / no recipient / no parent
+USER: Final = -1  # the operator as a sender / last prompter (R-ID-7)
+NOBODY: Final = -2  # no last prompter / no recipient / no parent
 
-PLAIN = "plain"
-FINAL = vocab.FINAL_RESPONSE  # epitaphs: the vocabulary shared with the code (R-DEP-5)
-STOPPED = vocab.STOPPED
-BUDGET = vocab.BUDGET_EXHAUSTED
-DIED = vocab.DIED
-PARKED = (STOPPED, BUDGET)
+PLAIN: Final = "plain"
+FINAL: Final = vocab.FINAL_RESPONSE  # epitaphs: the vocabulary shared with the code (R-DEP-5)
+STOPPED: Final = vocab.STOPPED
+BUDGET: Final = vocab.BUDGET_EXHAUSTED
+DIED: Final = vocab.DIED
+PARKED: Final = (STOPPED, BUDGET)
 
 
 class _Enum(enum.Enum):
@@ -159,6 +159,10 @@ class Funding(_Enum):
 
 
 T = TypeVar("T")
+
+# `tuple.__new__` held once: the compiled model calls it directly instead of looking the
+# method up on `tuple` at every record it builds.
+_new: Final = tuple.__new__
 
 
 class Ghost(Generic[T]):
@@ -401,7 +405,7 @@ def _step(rule: str, actor: int, text: str, action: Action, external: bool = Fal
     """`Step(...)` as the transitions build one on every edge: the same fields and
     defaults, without NamedTuple's generated `__new__` (Python code even in the compiled
     model, and slowest with keywords). tests/model/test_explore.py checks it agrees."""
-    return tuple.__new__(Step, (rule, actor, text, action, external, launched, funding,
+    return _new(Step, (rule, actor, text, action, external, launched, funding,
                                 also, target))
 
 
@@ -423,7 +427,133 @@ def _fast_replace(cls: type[tuple[Any, ...]]) -> Callable[..., Any]:
 for _cls in (Agent, Proc, State, Budget, Step, AgentHistory, ProcHistory):
     setattr(_cls, "_replace", _fast_replace(_cls))  # noqa: B010 (a method mypy keeps typed)
 
-NAMES = ("P", "C", "S", "G")
+# A record copied with some fields replaced, as the transitions do on every step: one
+# function per record with every field as an optional keyword (None: keep), so that a
+# field's name and type are checked where it is written, and the compiled model makes a
+# direct call that builds the new record at once (NamedTuple's `_replace` is a method
+# call with a dictionary of keywords: it took a seventh of the explorer's time).
+# tests/model/test_explore.py checks each takes exactly its record's fields.
+
+def agent_with(
+        ag: Agent, *,
+        exists: bool | None = None,
+        inbox: tuple[File, ...] | None = None,
+        last_prompter: int | None = None,
+        answered: bool | None = None,
+        asked_since_answer: bool | None = None,
+        owed_at_answer: bool | None = None,
+        call_due: bool | None = None,
+        window: Window | None = None,
+        uncommitted: tuple[Dep, ...] | None = None,
+        returned_at_tip: bool | None = None,
+        parked_at_tip: bool | None = None,
+        pending_launches: int | None = None,
+        forked_holder: bool | None = None,
+        stray_final: bool | None = None,
+        stray_step: bool | None = None,
+        revivals: int | None = None,
+        published_at_tip: bool | None = None,
+        history: Ghost[AgentHistory] | None = None,
+) -> Agent:
+    return _new(Agent, (
+        ag.exists if exists is None else exists,
+        ag.inbox if inbox is None else inbox,
+        ag.last_prompter if last_prompter is None else last_prompter,
+        ag.answered if answered is None else answered,
+        ag.asked_since_answer if asked_since_answer is None else asked_since_answer,
+        ag.owed_at_answer if owed_at_answer is None else owed_at_answer,
+        ag.call_due if call_due is None else call_due,
+        ag.window if window is None else window,
+        ag.uncommitted if uncommitted is None else uncommitted,
+        ag.returned_at_tip if returned_at_tip is None else returned_at_tip,
+        ag.parked_at_tip if parked_at_tip is None else parked_at_tip,
+        ag.pending_launches if pending_launches is None else pending_launches,
+        ag.forked_holder if forked_holder is None else forked_holder,
+        ag.stray_final if stray_final is None else stray_final,
+        ag.stray_step if stray_step is None else stray_step,
+        ag.revivals if revivals is None else revivals,
+        ag.published_at_tip if published_at_tip is None else published_at_tip,
+        ag.history if history is None else history,
+    ))
+
+def proc_with(
+        p: Proc, *,
+        role: Role | None = None,
+        agent: int | None = None,
+        pc: Pc | None = None,
+        lease: bool | None = None,
+        probe_on: int | None = None,
+        target: int | None = None,
+        sender: int | None = None,
+        deposit_kind: str | None = None,
+        number: int | None = None,
+        listing: tuple[tuple[int, int], ...] | None = None,
+        epitaph: str | None = None,
+        recipient: int | None = None,
+        stop_flag: bool | None = None,
+        tool: str | None = None,
+        recovered_final: bool | None = None,
+        history: Ghost[ProcHistory] | None = None,
+) -> Proc:
+    return _new(Proc, (
+        p.role if role is None else role,
+        p.agent if agent is None else agent,
+        p.pc if pc is None else pc,
+        p.lease if lease is None else lease,
+        p.probe_on if probe_on is None else probe_on,
+        p.target if target is None else target,
+        p.sender if sender is None else sender,
+        p.deposit_kind if deposit_kind is None else deposit_kind,
+        p.number if number is None else number,
+        p.listing if listing is None else listing,
+        p.epitaph if epitaph is None else epitaph,
+        p.recipient if recipient is None else recipient,
+        p.stop_flag if stop_flag is None else stop_flag,
+        p.tool if tool is None else tool,
+        p.recovered_final if recovered_final is None else recovered_final,
+        p.history if history is None else history,
+    ))
+
+def state_with(
+        st: State, *,
+        agents: tuple[Agent, ...] | None = None,
+        procs: tuple[Proc, ...] | None = None,
+        in_flight: tuple[Dep, ...] | None = None,
+        budget: Budget | None = None,
+) -> State:
+    return _new(State, (
+        st.agents if agents is None else agents,
+        st.procs if procs is None else procs,
+        st.in_flight if in_flight is None else in_flight,
+        st.budget if budget is None else budget,
+    ))
+
+def budget_with(
+        b: Budget, *,
+        messages: int | None = None,
+        advances: int | None = None,
+        stops: int | None = None,
+        scans: int | None = None,
+        crashes: int | None = None,
+        tools: int | None = None,
+        sends: int | None = None,
+        exhaust: int | None = None,
+        errors: int | None = None,
+) -> Budget:
+    return _new(Budget, (
+        b.messages if messages is None else messages,
+        b.advances if advances is None else advances,
+        b.stops if stops is None else stops,
+        b.scans if scans is None else scans,
+        b.crashes if crashes is None else crashes,
+        b.tools if tools is None else tools,
+        b.sends if sends is None else sends,
+        b.exhaust if exhaust is None else exhaust,
+        b.errors if errors is None else errors,
+    ))
+
+
+NAMES: Final = ("P", "C", "S", "G")
 
 
 def name(i: int) -> str:
@@ -475,14 +605,14 @@ def _put(st: State, i: int, p: Proc | None, agents: tuple[Agent, ...] | None = N
     procs = st.procs[:i] + ((p,) if keep and p is not None else ()) + st.procs[i + 1 :]
     # State(...) without NamedTuple's generated `__new__` (Python code even in the
     # compiled model, and run on almost every step): the same four fields, in order
-    return tuple.__new__(State, (st.agents if agents is None else agents, procs,
+    return _new(State, (st.agents if agents is None else agents, procs,
                                  st.in_flight if in_flight is None else in_flight,
                                  st.budget if budget is None else budget))
 
 
 def _launch(st: State, scope: Scope, a: int) -> tuple[Agent, ...]:
     ag = st.agents[a]
-    return _set_agent(st, a, ag._replace(
+    return _set_agent(st, a, agent_with(ag,
         pending_launches=min(scope.launch_cap, ag.pending_launches + 1)))
 
 
@@ -500,31 +630,103 @@ def _flight_remove(deps: tuple[Dep, ...], d: Dep) -> tuple[Dep, ...]:
 # Written by the transitions, read only by the invariants and the coverage.
 
 
-# The ghost history is written on almost every step, so these two build the new record
-# directly: the history's changed fields set by name (as `_replace` would, without a
-# second keyword call), and the agent or process copied with the new history as its last
-# field (checked below) instead of through `_replace(history=...)`.
-assert Agent._fields[-1] == "history" and Proc._fields[-1] == "history"
-_AH_AT = {f: k for k, f in enumerate(AgentHistory._fields)}
-_PH_AT = {f: k for k, f in enumerate(ProcHistory._fields)}
+# The ghost history is written on almost every step: `_ah` and `_ph` copy an agent or a
+# process with its history's named fields replaced, in one typed call (as `agent_with`
+# below, whose note says why).
 
+def _ah(
+        ag: Agent, *,
+        entries: tuple[Entry, ...] | None = None,
+        commits: int | None = None,
+        results: tuple[Publication, ...] | None = None,
+        parked_at: int | None = None,
+        unsynced: bool | None = None,
+        revived_at: tuple[int, ...] | None = None,
+        parkings: tuple[int, ...] | None = None,
+        marked_at: int | None = None,
+        serials: tuple[int, ...] | None = None,
+        received: int | None = None,
+        deaths: tuple[Death, ...] | None = None,
+        leases: tuple[str, ...] | None = None,
+) -> Agent:
+    h = ag.history.value
+    return _new(Agent, (
+        ag.exists,
+        ag.inbox,
+        ag.last_prompter,
+        ag.answered,
+        ag.asked_since_answer,
+        ag.owed_at_answer,
+        ag.call_due,
+        ag.window,
+        ag.uncommitted,
+        ag.returned_at_tip,
+        ag.parked_at_tip,
+        ag.pending_launches,
+        ag.forked_holder,
+        ag.stray_final,
+        ag.stray_step,
+        ag.revivals,
+        ag.published_at_tip,
+        Ghost(_new(AgentHistory, (
+        h.entries if entries is None else entries,
+        h.commits if commits is None else commits,
+        h.results if results is None else results,
+        h.parked_at if parked_at is None else parked_at,
+        h.unsynced if unsynced is None else unsynced,
+        h.revived_at if revived_at is None else revived_at,
+        h.parkings if parkings is None else parkings,
+        h.marked_at if marked_at is None else marked_at,
+        h.serials if serials is None else serials,
+        h.received if received is None else received,
+        h.deaths if deaths is None else deaths,
+        h.leases if leases is None else leases,
+        ))),
+    ))
 
-def _ah(ag: Agent, **kw: Any) -> Agent:  # Any: history fields by name, as `_replace` takes
-    v = list(ag.history.value)
-    for f, x in kw.items():
-        v[_AH_AT[f]] = x
-    w = list(ag)
-    w[-1] = Ghost(tuple.__new__(AgentHistory, v))
-    return tuple.__new__(Agent, w)
-
-
-def _ph(p: Proc, **kw: Any) -> Proc:  # Any: as above
-    v = list(p.history.value)
-    for f, x in kw.items():
-        v[_PH_AT[f]] = x
-    w = list(p)
-    w[-1] = Ghost(tuple.__new__(ProcHistory, v))
-    return tuple.__new__(Proc, w)
+def _ph(
+        p: Proc, *,
+        published: tuple[tuple[int, str], ...] | None = None,
+        woke: tuple[int, ...] | None = None,
+        stop_requests: tuple[int, ...] | None = None,
+        launched: tuple[tuple[int, Funding], ...] | None = None,
+        committed_final: int | None = None,
+        parked_event: bool | None = None,
+        released: bool | None = None,
+        reread_saw: tuple[File, ...] | None = None,
+        listing: tuple[File, ...] | None = None,
+        moved: tuple[File, ...] | None = None,
+) -> Proc:
+    h = p.history.value
+    return _new(Proc, (
+        p.role,
+        p.agent,
+        p.pc,
+        p.lease,
+        p.probe_on,
+        p.target,
+        p.sender,
+        p.deposit_kind,
+        p.number,
+        p.listing,
+        p.epitaph,
+        p.recipient,
+        p.stop_flag,
+        p.tool,
+        p.recovered_final,
+        Ghost(_new(ProcHistory, (
+        h.published if published is None else published,
+        h.woke if woke is None else woke,
+        h.stop_requests if stop_requests is None else stop_requests,
+        h.launched if launched is None else launched,
+        h.committed_final if committed_final is None else committed_final,
+        h.parked_event if parked_event is None else parked_event,
+        h.released if released is None else released,
+        h.reread_saw if reread_saw is None else reread_saw,
+        h.listing if listing is None else listing,
+        h.moved if moved is None else moved,
+        ))),
+    ))
 
 
 def _noted_entry(ag: Agent, e: Entry) -> Agent:
@@ -542,14 +744,14 @@ def _noted_launch(p: Proc, a: int, why: Funding) -> Proc:
 def _committed(ag: Agent) -> Agent:
     """Every commit moves the tip: no mark is at the tip any more (R-DEP-8, R-WS-5),
     and the crash-loop guard's count restarts (R-SCAN-10)."""
-    ag = ag._replace(returned_at_tip=False, parked_at_tip=False, revivals=0,
+    ag = agent_with(ag, returned_at_tip=False, parked_at_tip=False, revivals=0,
                      published_at_tip=False)
     return _noted_commit(ag)
 
 
 def _marked(ag: Agent) -> Agent:
     """R-DEP-8: the returned mark moves to the tip (ghost: the tip it was set to)."""
-    return _ah(ag._replace(returned_at_tip=True), marked_at=ag.history.value.commits)
+    return _ah(agent_with(ag, returned_at_tip=True), marked_at=ag.history.value.commits)
 
 
 def _received(ag: Agent, f: File, replaced: File | None = None) -> Agent:
@@ -563,7 +765,7 @@ def _received(ag: Agent, f: File, replaced: File | None = None) -> Agent:
         k = inbox.index(replaced)
         inbox = inbox[:k] + inbox[k + 1:]
         serials = serials[:k] + serials[k + 1:]
-    return _ah(ag._replace(inbox=(*inbox, f)), serials=(*serials, h.received),
+    return _ah(agent_with(ag, inbox=(*inbox, f)), serials=(*serials, h.received),
                received=h.received + 1)
 
 
@@ -571,7 +773,7 @@ def _taken(ag: Agent, f: File) -> Agent:
     """File f leaves ag's inbox (moved into `messages/`)."""
     k = ag.inbox.index(f)
     h = ag.history.value
-    return _ah(ag._replace(inbox=ag.inbox[:k] + ag.inbox[k + 1:]),
+    return _ah(agent_with(ag, inbox=ag.inbox[:k] + ag.inbox[k + 1:]),
                serials=h.serials[:k] + h.serials[k + 1:])
 
 
@@ -585,7 +787,7 @@ def _noted_death(agents: tuple[Agent, ...], p: Proc) -> tuple[Agent, ...]:
             ah = ag.history.value
             # Death(...) without NamedTuple's generated constructor (as `_step`): a crash
             # is a successor of every process of almost every state
-            d = tuple.__new__(Death, (p.role, p.agent, h.published, h.woke, ah.serials))
+            d = _new(Death, (p.role, p.agent, h.published, h.woke, ah.serials))
             leases = (*ah.leases, "lost") if p.lease and p.agent == a else ah.leases
             ag = _ah(ag, deaths=(*ah.deaths, d), leases=leases)
         out.append(ag)
@@ -612,7 +814,7 @@ def _delivered(scope: Scope, ag: Agent, a: int, d: Dep) -> Agent:
     the entry asks for a reply (R-DEBT-3)."""
     plain = d.kind == PLAIN
     asks = d.sender != a and (plain or (d.sender >= 0 and scope.parents[d.sender] == a))
-    ag = ag._replace(
+    ag = agent_with(ag,
         call_due=True,
         window=Window.BURIED if ag.window is Window.OPEN else ag.window,
         last_prompter=d.sender if plain and d.sender != a else ag.last_prompter,
@@ -626,11 +828,11 @@ def _terminal(ag: Agent, renamed_only: bool = False) -> Agent:
     """A terminal response closes the debt window (R-DEBT-2). Committed with it, or
     (`renamed_only`) just renamed into `messages/`: its commit is a later step, and
     until then the tip (and so every mark at it) stays where it was."""
-    ag = ag._replace(call_due=False, owed_at_answer=(not ag.answered) or ag.asked_since_answer,
+    ag = agent_with(ag, call_due=False, owed_at_answer=(not ag.answered) or ag.asked_since_answer,
                      answered=True, asked_since_answer=False)
     ag = _noted_entry(ag, Entry(EntryKind.MODEL))
     if renamed_only:
-        return _ah(ag._replace(stray_final=True), unsynced=True)
+        return _ah(agent_with(ag, stray_final=True), unsynced=True)
     return _committed(ag)
 
 
@@ -639,7 +841,7 @@ def _executor_entry(ag: Agent, e: Entry, renamed_only: bool) -> Agent:
     or (`renamed_only`) left in `messages/` for a later commit (`commit_step`, or the
     next hop's stray recovery, R-DRAIN-2, when its driver dies first)."""
     ag = _noted_entry(ag, e)
-    return ag._replace(stray_step=True) if renamed_only else _committed(ag)
+    return agent_with(ag, stray_step=True) if renamed_only else _committed(ag)
 
 
 # ------------------------------------------------------------ transitions
@@ -659,7 +861,7 @@ def ext_message(st: State, prof: Profile, scope: Scope) -> Succ:
         n = _number(prof, ag, USER)
         if ag.exists and n <= scope.max_seq and (not scope.message_to or a in scope.message_to):
             w = Proc(Role.WRITER, a, Pc.PUBLISH_MESSAGE, target=a, sender=USER, number=n)
-            s = st._replace(procs=(*st.procs, w), budget=b._replace(messages=b.messages - 1))
+            s = state_with(st, procs=(*st.procs, w), budget=budget_with(b, messages=b.messages - 1))
             out.append((_step("R-PROBE-4", -1, f"user: lernie message {name(a)}",
                              Action.OPERATOR_MESSAGE, True,
                              also=("R-ID-4", "R-ID-7", "R-PROBE-5", "R-DEP-2")), s))
@@ -695,7 +897,7 @@ def deposit_list(st: State, prof: Profile, scope: Scope, i: int, nxt: Pc) -> Suc
         # R-PROBE-6 / R-WS-4: fork the child's branch with an empty transcript
         ags = _set_agent(st, p.target, Agent(exists=True, history=Ghost(AgentHistory(commits=1))))
         also = ("R-PROBE-6", "R-WS-3", "R-WS-4")
-    q = p._replace(pc=nxt, number=_number(prof, ags[p.target], p.sender))
+    q = proc_with(p, pc=nxt, number=_number(prof, ags[p.target], p.sender))
     if q.number > scope.max_seq:
         return []
     text = f"list {name(p.target)} inbox" + (f": n={q.number}" if q.number else "")
@@ -726,7 +928,7 @@ def deposit_publish(st: State, prof: Profile, scope: Scope, i: int, nxt: Pc) -> 
     if p.deposit_kind != PLAIN and p.sender >= 0:  # R-DEP-8 returned mark
         c = p.sender
         split = scope.split_mark
-        author = agents[c]._replace(published_at_tip=True)
+        author = agent_with(agents[c], published_at_tip=True)
         author = author if split else _marked(author)
         h = author.history.value
         author = _ah(author, results=(*h.results, Publication(
@@ -738,7 +940,7 @@ def deposit_publish(st: State, prof: Profile, scope: Scope, i: int, nxt: Pc) -> 
     in_flight = _flight_add(st.in_flight, Dep(p.target, p.sender, p.deposit_kind))
     kind = "" if p.deposit_kind == PLAIN else f" [{p.deposit_kind}]"
     text = f"publish {name(p.target)}/{name(p.sender)}-{n:03d}{kind}{note}"
-    q = _ph(p._replace(pc=nxt, number=0, deposit_kind=PLAIN),
+    q = _ph(proc_with(p, pc=nxt, number=0, deposit_kind=PLAIN),
             published=(*p.history.value.published, (p.target, p.deposit_kind)))
     return [(_step("R-DEP-6", i, text, Action.PUBLISH, also=also),
              _put(st, i, q, agents=agents, in_flight=in_flight))]
@@ -748,12 +950,12 @@ def probe_acquire(st: State, prof: Profile, scope: Scope, i: int, nxt: Pc, busy:
     """R-PROBE-1 try-acquire the target's lock; busy means someone drives it."""
     p = st.procs[i]
     if locked(st, p.target):
-        q = _ph(p._replace(pc=busy), woke=(*p.history.value.woke, p.target))
+        q = _ph(proc_with(p, pc=busy), woke=(*p.history.value.woke, p.target))
         return [(_step("R-PROBE-1", i, f"probe {name(p.target)}: BUSY", Action.PROBE,
                       also=("R-LOCK-1",), target=p.target), _put(st, i, q))]
     return [(_step("R-PROBE-1", i, f"probe {name(p.target)}: acquired", Action.PROBE,
                   also=("R-LOCK-1",), target=p.target),
-             _put(st, i, p._replace(pc=nxt, probe_on=p.target)))]
+             _put(st, i, proc_with(p, pc=nxt, probe_on=p.target)))]
 
 
 def probe_release_launch(st: State, prof: Profile, scope: Scope, i: int, nxt: Pc,
@@ -762,7 +964,7 @@ def probe_release_launch(st: State, prof: Profile, scope: Scope, i: int, nxt: Pc
     the writer held the lock for this one step only (R-PROBE-3)."""
     p = st.procs[i]
     t = p.target
-    q = _noted_launch(p._replace(pc=nxt, probe_on=NOBODY), t, why)
+    q = _noted_launch(proc_with(p, pc=nxt, probe_on=NOBODY), t, why)
     q = _ph(q, woke=(*q.history.value.woke, t))
     s = _put(st, i, q, agents=_launch(st, scope, t))
     return [(_step("R-LAUNCH-1", i, f"release {name(t)}, launch driver",
@@ -776,7 +978,7 @@ def ext_advance(st: State, prof: Profile, scope: Scope) -> Succ:
     if b.advances == 0:
         return []
     out: Succ = []
-    s = st._replace(budget=b._replace(advances=b.advances - 1))
+    s = state_with(st, budget=budget_with(b, advances=b.advances - 1))
     for a, ag in enumerate(st.agents):
         if ag.exists and len(st.procs) < scope.max_procs:
             for step, s2 in _start(s, prof, scope, a, "operator: lernie advance"):
@@ -787,7 +989,7 @@ def ext_advance(st: State, prof: Profile, scope: Scope) -> Succ:
 def start_driver(st: State, prof: Profile, scope: Scope, a: int) -> Succ:
     """R-STEP-1 a launched driver starts: try-acquire the lease or exit 0."""
     ag = st.agents[a]
-    s = st._replace(agents=_set_agent(st, a, ag._replace(
+    s = state_with(st, agents=_set_agent(st, a, agent_with(ag,
         pending_launches=ag.pending_launches - 1)))
     return _start(s, prof, scope, a, "launched driver")
 
@@ -800,12 +1002,12 @@ def _start(st: State, prof: Profile, scope: Scope, a: int, who: str) -> Succ:
     d = Proc(Role.DRIVER, a, Pc.START, lease=True)
     ag = st.agents[a]
     ag = _ah(ag, leases=(*ag.history.value.leases, "taken"))
-    s = st._replace(procs=(*st.procs, d), agents=_set_agent(st, a, ag))
+    s = state_with(st, procs=(*st.procs, d), agents=_set_agent(st, a, ag))
     also: tuple[str, ...] = ()
     if ag.published_at_tip and not ag.returned_at_tip:
         # R-SCAN-11: a returned mark a kill left behind is repaired by the next holder
         # before anything moves the tip (taken with the lease: nobody else can look)
-        s = s._replace(agents=_set_agent(s, a, _marked(ag)))
+        s = state_with(s, agents=_set_agent(s, a, _marked(ag)))
         also = ("R-SCAN-11",)
     i = len(s.procs) - 1
     text = f"{who} {name(a)}: lease taken" + ("; returned mark repaired" if also else "")
@@ -818,10 +1020,10 @@ def mark_returned(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     moves to the tip the result carries; then the exit protocol (or the drain) goes on."""
     p = st.procs[i]
     c = p.sender if p.pc is Pc.LOST_MARK else p.agent
-    s = st._replace(agents=_set_agent(st, c, _marked(st.agents[c])))
+    s = state_with(st, agents=_set_agent(st, c, _marked(st.agents[c])))
     nxt = Pc.RELEASE_LEASE if p.pc is Pc.RESULT_MARK else Pc.LOST_PROBE
     return [(_step("R-DEP-8", i, f"move {name(c)}'s returned mark to its tip",
-                  Action.MARK_RETURNED), _put(s, i, p._replace(pc=nxt)))]
+                  Action.MARK_RETURNED), _put(s, i, proc_with(p, pc=nxt)))]
 
 
 def _hop_start(st: State, prof: Profile, scope: Scope, p: Proc) -> Proc:
@@ -830,14 +1032,14 @@ def _hop_start(st: State, prof: Profile, scope: Scope, p: Proc) -> Proc:
     lost reply, then R-DRAIN-3 list."""
     ag = st.agents[p.agent]
     if (ag.uncommitted or ag.stray_final or ag.stray_step) and prof.stray_recovery:
-        return p._replace(pc=Pc.RECOVER_STRAYS)
+        return proc_with(p, pc=Pc.RECOVER_STRAYS)
     if ag.window is Window.OPEN and prof.crash_settlement:
-        return p._replace(pc=Pc.SETTLE_WINDOW)
+        return proc_with(p, pc=Pc.SETTLE_WINDOW)
     to = lost_reply(st, prof, scope, p.agent)
     if to != NOBODY:
-        return p._replace(pc=Pc.LOST_LIST, target=to, sender=p.agent, deposit_kind=FINAL,
+        return proc_with(p, pc=Pc.LOST_LIST, target=to, sender=p.agent, deposit_kind=FINAL,
                           recovered_final=False)
-    return p._replace(pc=Pc.LIST_INBOX)
+    return proc_with(p, pc=Pc.LIST_INBOX)
 
 
 def lost_reply(st: State, prof: Profile, scope: Scope, a: int) -> int:
@@ -863,13 +1065,13 @@ def recover_stray(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     in_flight = st.in_flight
     for d in ag.uncommitted:
         in_flight = _flight_remove(in_flight, d)
-    ag2 = _committed(ag._replace(uncommitted=(), stray_final=False, stray_step=False))
+    ag2 = _committed(agent_with(ag, uncommitted=(), stray_final=False, stray_step=False))
     also: tuple[str, ...] = ()
     if ag.stray_final:
         ag2 = _ah(ag2, unsynced=False)
-        p = p._replace(recovered_final=True)
+        p = proc_with(p, recovered_final=True)
         also = ("R-DRAIN-8",)
-    s = st._replace(agents=_set_agent(st, p.agent, ag2), in_flight=in_flight)
+    s = state_with(st, agents=_set_agent(st, p.agent, ag2), in_flight=in_flight)
     text = ("commit terminal stray" if ag.stray_final else
             "commit executor stray" if ag.stray_step else "commit delivered stray")
     return [(_step("R-DRAIN-2", i, text, Action.RECOVER_STRAYS, also=also),
@@ -887,7 +1089,7 @@ def _drain_next(out: Succ, i: int) -> Succ:
     res = []
     for step, s in out:
         if i < len(s.procs) and s.procs[i].pc is Pc.LIST_INBOX:
-            s = _put(s, i, s.procs[i]._replace(target=NOBODY, sender=NOBODY))
+            s = _put(s, i, proc_with(s.procs[i], target=NOBODY, sender=NOBODY))
         res.append((step, s))
     return res
 
@@ -908,10 +1110,10 @@ def settle_window(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     executor died mid-call is settled `died` here; its tool's leftover processes
     are killed first (R-TOOL-7: processes are not protocol state, so that is all)."""
     p = st.procs[i]
-    ag = st.agents[p.agent]._replace(window=Window.CLOSED, call_due=True)
+    ag = agent_with(st.agents[p.agent], window=Window.CLOSED, call_due=True)
     ag = _executor_entry(ag, Entry(EntryKind.TOOL_RESULT), scope.split_commit)
-    s = st._replace(agents=_set_agent(st, p.agent, ag))
-    q = p._replace(pc=Pc.COMMIT_STEP) if scope.split_commit else _hop_start(s, prof, scope, p)
+    s = state_with(st, agents=_set_agent(st, p.agent, ag))
+    q = proc_with(p, pc=Pc.COMMIT_STEP) if scope.split_commit else _hop_start(s, prof, scope, p)
     return [(_step("R-STEP-2", i, "settle orphan tool_use", Action.SETTLE_WINDOW,
                   also=("R-TOOL-7",)), _put(s, i, q))]
 
@@ -933,7 +1135,7 @@ def drain_list(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
                  _put(st, i, _warrant(st, prof, scope, p)))]
     names = ", ".join(f"{name(s)}-{n:03d}" for s, n in q)
     return [(_step("R-DRAIN-3", i, f"list inbox: {names}", Action.LIST_INBOX, also=also),
-             _put(st, i, p._replace(pc=Pc.MOVE_DEPOSIT, listing=q)))]
+             _put(st, i, proc_with(p, pc=Pc.MOVE_DEPOSIT, listing=q)))]
 
 
 def drain_move(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
@@ -944,15 +1146,15 @@ def drain_move(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     (snd, n), rest = p.listing[0], p.listing[1:]
     f = next((f for f in ag.inbox if (f.sender, f.n) == (snd, n)), None)
     if f is None:  # vanished: nothing to move
-        q = p._replace(listing=rest)
-        q = q._replace(pc=Pc.MOVE_DEPOSIT) if rest else _warrant(st, prof, scope, q)
+        q = proc_with(p, listing=rest)
+        q = proc_with(q, pc=Pc.MOVE_DEPOSIT) if rest else _warrant(st, prof, scope, q)
         return [(_step("R-DRAIN-4", i, f"{name(snd)}-{n:03d} gone", Action.MOVE_DEPOSIT),
                  _put(st, i, q))]
     d = Dep(a, f.sender, f.kind)
     ag2 = _delivered(scope, _taken(ag, f), a, d)
-    s = st._replace(agents=_set_agent(st, a, ag2))
+    s = state_with(st, agents=_set_agent(st, a, ag2))
     kind = "" if f.kind == PLAIN else f" [{f.kind}]"
-    q = _ph(p._replace(pc=Pc.COMMIT_ENTRY, listing=rest), moved=(*p.history.value.moved, f))
+    q = _ph(proc_with(p, pc=Pc.COMMIT_ENTRY, listing=rest), moved=(*p.history.value.moved, f))
     return [(_step("R-DRAIN-4", i, f"move {name(snd)}-{n:03d}{kind} into messages/",
                   Action.MOVE_DEPOSIT, also=("R-ADDR-2", "R-DEBT-1", "R-DEBT-3")),
              _put(s, i, q))]
@@ -963,10 +1165,10 @@ def commit_entry(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     p = st.procs[i]
     ag = st.agents[p.agent]
     d = ag.uncommitted[-1]
-    ag2 = _committed(ag._replace(uncommitted=ag.uncommitted[:-1]))
-    s = st._replace(agents=_set_agent(st, p.agent, ag2),
+    ag2 = _committed(agent_with(ag, uncommitted=ag.uncommitted[:-1]))
+    s = state_with(st, agents=_set_agent(st, p.agent, ag2),
                     in_flight=_flight_remove(st.in_flight, d))
-    q = p._replace(pc=Pc.MOVE_DEPOSIT) if p.listing else _warrant(s, prof, scope, p)
+    q = proc_with(p, pc=Pc.MOVE_DEPOSIT) if p.listing else _warrant(s, prof, scope, p)
     return [(_step("R-TR-3", i, f"commit {name(d.sender)} entry", Action.COMMIT_ENTRY),
              _put(s, i, q))]
 
@@ -976,19 +1178,19 @@ def _warrant(st: State, prof: Profile, scope: Scope, p: Proc) -> Proc:
     ends the drain): Unpaired declines, ModelCallDue steps, NothingDue idles."""
     ag = st.agents[p.agent]
     if ag.window is Window.BURIED or (ag.window is Window.OPEN and not prof.crash_settlement):
-        return p._replace(pc=Pc.DECLINE_UNPAIRED)
+        return proc_with(p, pc=Pc.DECLINE_UNPAIRED)
     if ag.call_due:
-        return p._replace(pc=Pc.MODEL_STEP, recovered_final=False)
+        return proc_with(p, pc=Pc.MODEL_STEP, recovered_final=False)
     if p.recovered_final:
         # R-DRAIN-8: the terminal entry this hop's stray recovery committed had no exit
         # protocol yet and no reply was sent for it: run that protocol now.
         r = recipient_final(prof, scope, ag, p.agent)
         r = r if r != NOBODY and st.agents[r].exists else NOBODY
-        q = p._replace(epitaph=FINAL, recipient=r, target=r, sender=p.agent,
+        q = proc_with(p, epitaph=FINAL, recipient=r, target=r, sender=p.agent,
                        deposit_kind=FINAL, recovered_final=False,
                        pc=Pc.RESULT_LIST_INBOX if r != NOBODY else Pc.RELEASE_LEASE)
         return _ph(q, committed_final=len(ag.history.value.entries) - 1)
-    return p._replace(pc=Pc.RELEASE_LEASE)
+    return proc_with(p, pc=Pc.RELEASE_LEASE)
 
 
 def decline(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
@@ -1009,10 +1211,10 @@ def model_step(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     if p.stop_flag:
         return _terminate(st, prof, scope, i, STOPPED, "stop flag seen before the call")
     if b.exhaust:
-        s = st._replace(budget=b._replace(exhaust=b.exhaust - 1))
+        s = state_with(st, budget=budget_with(b, exhaust=b.exhaust - 1))
         out += _terminate(s, prof, scope, i, BUDGET, "budget check: exhausted")
     if b.errors:
-        s = st._replace(budget=b._replace(errors=b.errors - 1))
+        s = state_with(st, budget=budget_with(b, errors=b.errors - 1))
         out.append((_step("R-STEP-5", i, "model adapter failed: lease released, exit 1",
                          Action.ERROR_EXIT), _put(s, i, None, agents=_noted_death(s.agents, p))))
     # terminal response (text or empty: no decision reads the body). Its rename and
@@ -1023,10 +1225,10 @@ def model_step(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     # tool-calling entry and a tool result, below and in `tool_result`).
     split = scope.split_commit
     ag2 = _terminal(ag, renamed_only=split)
-    s = st._replace(agents=_set_agent(st, a, ag2))
+    s = state_with(st, agents=_set_agent(st, a, ag2))
     r = recipient_final(prof, scope, ag2, a)
     after = Pc.RESULT_LIST_INBOX if r != NOBODY else Pc.RELEASE_LEASE
-    q = _ph(p._replace(epitaph=FINAL, recipient=r, target=r, sender=a, deposit_kind=FINAL,
+    q = _ph(proc_with(p, epitaph=FINAL, recipient=r, target=r, sender=a, deposit_kind=FINAL,
                        pc=Pc.COMMIT_FINAL if split else after),
             committed_final=len(ag2.history.value.entries) - 1)
     out.append((_step("R-TERM-1", i, f"model: terminal response (reply to {name(r)})",
@@ -1036,30 +1238,30 @@ def model_step(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
         out += _final_then_crash(st, prof, scope, i)
     # a tool-calling entry: committed with its rename, or (split) committed by the
     # next step, `commit_step`, which then runs the tool (`_after_commit`)
-    tw = _executor_entry(ag._replace(call_due=False, window=Window.OPEN),
+    tw = _executor_entry(agent_with(ag, call_due=False, window=Window.OPEN),
                          Entry(EntryKind.MODEL, tool_uses=1), split)
     run = Pc.COMMIT_STEP if split else Pc.TOOL_RESULT
     if b.tools:
-        s = st._replace(agents=_set_agent(st, a, tw), budget=b._replace(tools=b.tools - 1))
+        s = state_with(st, agents=_set_agent(st, a, tw), budget=budget_with(b, tools=b.tools - 1))
         out.append((_step("R-STEP-7", i, "model: tool_use (no protocol effect)",
                          Action.MODEL_TOOL_USE),
-                    _put(s, i, p._replace(pc=run, tool="noop"))))
+                    _put(s, i, proc_with(p, pc=run, tool="noop"))))
         if b.crashes and not split:
             out += _step_then_crash(s, i, "model: tool_use renamed; CRASH before its commit",
-                                    Entry(EntryKind.MODEL, tool_uses=1), ag._replace(
+                                    Entry(EntryKind.MODEL, tool_uses=1), agent_with(ag,
                                         call_due=False, window=Window.OPEN))
     run = Pc.COMMIT_STEP if split else Pc.TOOL_LIST_INBOX
     if b.sends:
-        s = st._replace(agents=_set_agent(st, a, tw), budget=b._replace(sends=b.sends - 1))
+        s = state_with(st, agents=_set_agent(st, a, tw), budget=budget_with(b, sends=b.sends - 1))
         for t, tag in enumerate(st.agents):
             if tag.exists and t != a:
-                q = p._replace(pc=run, tool="message", target=t, sender=a,
+                q = proc_with(p, pc=run, tool="message", target=t, sender=a,
                                deposit_kind=PLAIN)
                 out.append((_step("R-STEP-7", i, f"model: tool_use message {name(t)}",
                                  Action.MODEL_TOOL_USE), _put(s, i, q)))
         for c, par in enumerate(scope.parents):
             if par == a and not st.agents[c].exists:
-                q = p._replace(pc=run, tool="dispatch", target=c, sender=a,
+                q = proc_with(p, pc=run, tool="dispatch", target=c, sender=a,
                                deposit_kind=PLAIN)
                 out.append((_step("R-PROBE-6", i, f"model: tool_use dispatch {name(c)}",
                                  Action.MODEL_TOOL_USE, also=("R-STEP-7",)), _put(s, i, q)))
@@ -1077,7 +1279,7 @@ def _step_then_crash(st: State, i: int, text: str, e: Entry, ag: Agent) -> Succ:
     ag = _executor_entry(ag, e, renamed_only=True)
     b = st.budget
     s = _put(st, i, None, agents=_noted_death(_set_agent(st, p.agent, ag), p),
-             budget=b._replace(crashes=b.crashes - 1))
+             budget=budget_with(b, crashes=b.crashes - 1))
     return [(_step("CRASH", i, text, Action.CRASH, also=("R-TR-3",)), s)]
 
 
@@ -1088,7 +1290,7 @@ def _final_then_crash(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     ag = _terminal(st.agents[p.agent], renamed_only=True)
     b = st.budget
     s = _put(st, i, None, agents=_noted_death(_set_agent(st, p.agent, ag), p),
-             budget=b._replace(crashes=b.crashes - 1))
+             budget=budget_with(b, crashes=b.crashes - 1))
     return [(_step("CRASH", i, "model: terminal response renamed; CRASH before its commit",
                   Action.CRASH, also=("R-TERM-1",)), s)]
 
@@ -1097,9 +1299,9 @@ def commit_final(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     """R-TR-3 commit the terminal entry just renamed into `messages/`, then the exit
     protocol (R-TERM-2)."""
     p = st.procs[i]
-    ag = _committed(st.agents[p.agent]._replace(stray_final=False))
-    s = st._replace(agents=_set_agent(st, p.agent, _ah(ag, unsynced=False)))
-    q = p._replace(pc=Pc.RESULT_LIST_INBOX if p.recipient != NOBODY else Pc.RELEASE_LEASE)
+    ag = _committed(agent_with(st.agents[p.agent], stray_final=False))
+    s = state_with(st, agents=_set_agent(st, p.agent, _ah(ag, unsynced=False)))
+    q = proc_with(p, pc=Pc.RESULT_LIST_INBOX if p.recipient != NOBODY else Pc.RELEASE_LEASE)
     return [(_step("R-TR-3", i, "commit terminal entry", Action.COMMIT_FINAL), _put(s, i, q))]
 
 
@@ -1108,12 +1310,12 @@ def commit_step(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     `messages/`: after a tool-calling model entry, its tool runs next (R-STEP-7); after
     a tool result or a settlement, the successor hop begins (R-LOCK-3, R-STEP-2)."""
     p = st.procs[i]
-    ag = _committed(st.agents[p.agent]._replace(stray_step=False))
-    s = st._replace(agents=_set_agent(st, p.agent, ag))
+    ag = _committed(agent_with(st.agents[p.agent], stray_step=False))
+    s = state_with(st, agents=_set_agent(st, p.agent, ag))
     if p.tool == "noop":
-        q = p._replace(pc=Pc.TOOL_RESULT)
+        q = proc_with(p, pc=Pc.TOOL_RESULT)
     elif p.tool:
-        q = p._replace(pc=Pc.TOOL_LIST_INBOX)
+        q = proc_with(p, pc=Pc.TOOL_LIST_INBOX)
     else:
         q = _hop_start(s, prof, scope, p)
     return [(_step("R-TR-3", i, "commit executor entry", Action.COMMIT_STEP), _put(s, i, q))]
@@ -1134,16 +1336,16 @@ def tool_result(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     if p.stop_flag and not prof.stop_settles_window:
         return _terminate(st, prof, scope, i, STOPPED, "stop flag in the tool window (left open)")
     split = scope.split_commit and not p.stop_flag
-    ag0 = st.agents[a]._replace(window=Window.CLOSED, call_due=True)
+    ag0 = agent_with(st.agents[a], window=Window.CLOSED, call_due=True)
     ag = _executor_entry(ag0, Entry(EntryKind.TOOL_RESULT), split)
-    s = st._replace(agents=_set_agent(st, a, ag))
-    q = p._replace(tool="", target=NOBODY, sender=NOBODY, number=0)
+    s = state_with(st, agents=_set_agent(st, a, ag))
+    q = proc_with(p, tool="", target=NOBODY, sender=NOBODY, number=0)
     if p.stop_flag:
         return [(step._replace(also=("R-TERM-6", "R-STOP-6")), s2) for step, s2 in
                 _terminate(_put(s, i, q), prof, scope, i, STOPPED, "tool result; stop flag seen")]
     out: Succ = [(_step("R-LOCK-3", i, "commit tool result; exec successor hop (lease kept)",
                        Action.TOOL_RESULT, also=("R-LOCK-4", "R-TOOL-4", "R-TOOL-8")),
-                  _put(s, i, q._replace(pc=Pc.COMMIT_STEP) if split
+                  _put(s, i, proc_with(q, pc=Pc.COMMIT_STEP) if split
                        else _hop_start(s, prof, scope, q)))]
     if st.budget.crashes and not scope.split_commit:
         out += _step_then_crash(st, i, "tool result renamed; CRASH before its commit",
@@ -1159,11 +1361,11 @@ def _terminate(st: State, prof: Profile, scope: Scope, i: int, ep: str, why: str
     ag = st.agents[p.agent]
     repeated = ag.parked_at_tip and ag.returned_at_tip  # R-TERM-7, read before the mark
     r = NOBODY if repeated else parent_of(scope, p.agent)  # R-ADDR-1
-    ag = ag._replace(parked_at_tip=True)
+    ag = agent_with(ag, parked_at_tip=True)
     h = ag.history.value
     ag = _ah(ag, parked_at=h.commits, parkings=(*h.parkings, h.commits))
-    s = st._replace(agents=_set_agent(st, p.agent, ag))
-    q = _ph(p._replace(epitaph=ep, recipient=r, target=r, sender=p.agent, deposit_kind=ep,
+    s = state_with(st, agents=_set_agent(st, p.agent, ag))
+    q = _ph(proc_with(p, epitaph=ep, recipient=r, target=r, sender=p.agent, deposit_kind=ep,
                        tool="", pc=Pc.RESULT_LIST_INBOX if r != NOBODY else Pc.RELEASE_LEASE),
             parked_event=True)
     told = "already reported: no obituary" if repeated else f"obituary to {name(r)}"
@@ -1178,7 +1380,7 @@ def release(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     forked child may keep the lock a while). After it the process has no
     authority (R-TERM-5): only re-read, probes and launches remain."""
     p = st.procs[i]
-    q = _ph(p._replace(lease=False, pc=Pc.REREAD_INBOX if prof.release_rule
+    q = _ph(proc_with(p, lease=False, pc=Pc.REREAD_INBOX if prof.release_rule
                        else _after_reread(prof, p)), released=True)
     own = st.agents[p.agent]
     own = _ah(own, leases=(*own.history.value.leases, "released"))
@@ -1186,7 +1388,7 @@ def release(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
                        also=("R-TERM-2", "R-TERM-5")),
                   _put(st, i, q, agents=_set_agent(st, p.agent, own)))]
     if prof.release_by_close:
-        ag = own._replace(forked_holder=True)
+        ag = agent_with(own, forked_holder=True)
         s = _put(st, i, q, agents=_set_agent(st, p.agent, ag))
         out.append((_step("R-LOCK-2", i, "close lease fd; a forked child keeps the lock",
                          Action.RELEASE_LEASE), s))
@@ -1195,7 +1397,7 @@ def release(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
 
 def linger_ends(st: State, prof: Profile, scope: Scope, a: int) -> Succ:
     """R-LOCK-2 (bl-7318 only) the forked child execs; its copy of the fd closes."""
-    s = st._replace(agents=_set_agent(st, a, st.agents[a]._replace(forked_holder=False)))
+    s = state_with(st, agents=_set_agent(st, a, agent_with(st.agents[a], forked_holder=False)))
     return [(_step("R-LOCK-2", -1, f"forked child execs: {name(a)} lock freed",
                   Action.FORKED_CHILD_EXECS), s)]
 
@@ -1210,12 +1412,12 @@ def reread(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     p = _ph(p, reread_saw=inbox)
     owed = [f for f in inbox if (f.sender, f.n) not in seen and warrants(f)]
     if owed:
-        q = p._replace(pc=Pc.RULE_PROBE, target=p.agent)
+        q = proc_with(p, pc=Pc.RULE_PROBE, target=p.agent)
         return [(_step("R-REL-1", i, "re-read inbox: unseen mail, probe self",
                       Action.REREAD_INBOX, also=("R-REL-2", "R-DRAIN-5")), _put(st, i, q))]
     return [(_step("R-REL-1", i, "re-read inbox: nothing unseen", Action.REREAD_INBOX,
                   also=("R-DRAIN-5",)),
-             _put(st, i, p._replace(pc=_after_reread(prof, p))))]
+             _put(st, i, proc_with(p, pc=_after_reread(prof, p))))]
 
 
 def rule_probe(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
@@ -1244,8 +1446,8 @@ def self_launch(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     """R-TERM-2 (4) after a final response: launch a driver at itself, no probe."""
     p = st.procs[i]
     nxt = Pc.REVIVAL_PROBE if p.recipient != NOBODY and prof.revival else Pc.DONE
-    s = st._replace(agents=_launch(st, scope, p.agent))
-    q = _noted_launch(p._replace(pc=nxt, target=p.recipient), p.agent, Funding.SELF_LAUNCH)
+    s = state_with(st, agents=_launch(st, scope, p.agent))
+    q = _noted_launch(proc_with(p, pc=nxt, target=p.recipient), p.agent, Funding.SELF_LAUNCH)
     return [(_step("R-TERM-2", i, f"launch driver at {name(p.agent)} (self)", Action.SELF_LAUNCH,
                   launched=(p.agent,), funding=Funding.SELF_LAUNCH,
                   also=("R-TERM-3", "R-LAUNCH-1")), _put(s, i, q))]
@@ -1253,7 +1455,7 @@ def self_launch(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
 
 def revive(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     """R-ADDR-3 the revival probe targets the deposit's recipient (one address)."""
-    p = st.procs[i]._replace(target=st.procs[i].recipient)
+    p = proc_with(st.procs[i], target=st.procs[i].recipient)
     return probe_acquire(_put(st, i, p), prof, scope, i, Pc.REVIVAL_LAUNCH, Pc.DONE)
 
 
@@ -1262,7 +1464,7 @@ def revival_launch(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     return probe_release_launch(st, prof, scope, i, Pc.DONE, Funding.REVIVAL)
 
 
-_STOP_SEEN = (Pc.MODEL_STEP, Pc.TOOL_RESULT)  # where a driver reads its stop flag
+_STOP_SEEN: Final = (Pc.MODEL_STEP, Pc.TOOL_RESULT)  # where a driver reads its stop flag
 
 
 def stop_agent(st: State, prof: Profile, scope: Scope) -> Succ:
@@ -1285,10 +1487,10 @@ def stop_agent(st: State, prof: Profile, scope: Scope) -> Succ:
         targets = {a}
         if prof.stop_cascade:
             targets = tree
-        procs = tuple(_ph(p._replace(stop_flag=p.stop_flag or (
+        procs = tuple(_ph(proc_with(p, stop_flag=p.stop_flag or (
             p.role is Role.DRIVER and p.lease and p.agent in targets)),
             stop_requests=(*p.history.value.stop_requests, a)) for p in st.procs)
-        s = st._replace(procs=procs, budget=b._replace(stops=b.stops - 1))
+        s = state_with(st, procs=procs, budget=budget_with(b, stops=b.stops - 1))
         out.append((_step("R-STOP-1", -1, f"operator: lernie stop {name(a)}", Action.OPERATOR_STOP,
                          True, also=("R-STOP-3",) if len(targets) > 1 else (), target=a), s))
     return out
@@ -1308,8 +1510,8 @@ def ext_scan(st: State, prof: Profile, scope: Scope) -> Succ:
     b = st.budget
     if b.scans == 0 or len(st.procs) >= scope.max_procs:
         return []
-    s = st._replace(procs=(*st.procs, Proc(Role.SCANNER, NOBODY, Pc.SWEEP)),
-                    budget=b._replace(scans=b.scans - 1))
+    s = state_with(st, procs=(*st.procs, Proc(Role.SCANNER, NOBODY, Pc.SWEEP)),
+                    budget=budget_with(b, scans=b.scans - 1))
     return [(_step("R-SCAN-1", -1, "operator: lernie scan", Action.OPERATOR_SCAN, True), s)]
 
 
@@ -1318,14 +1520,14 @@ def _result_by_sweep(agents: tuple[Agent, ...], c: int, to: int, kind: str) -> t
     rc = agents[to]
     f = File(c, _free(rc, c), kind)
     agents = (*agents[:to], _received(rc, f), *agents[to + 1:])
-    author = _marked(agents[c]._replace(published_at_tip=True))
+    author = _marked(agent_with(agents[c], published_at_tip=True))
     h = author.history.value
     author = _ah(author, results=(*h.results, Publication(to, kind, h.commits, True,
                                                           len(h.entries))))
     return (*agents[:c], author, *agents[c + 1:])
 
 
-REVIVE_LIMIT = 3  # R-SCAN-10: revivals at one tip before the scan gives up
+REVIVE_LIMIT: Final = 3  # R-SCAN-10: revivals at one tip before the scan gives up
 
 
 def revival_due(ag: Agent) -> bool:
@@ -1362,7 +1564,7 @@ def sweep(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
         if prof.scan_revival and not ag.inbox and revival_due(ag):
             if ag.revivals < REVIVE_LIMIT:
                 x = agents[c]
-                x = x._replace(revivals=x.revivals + 1,
+                x = agent_with(x, revivals=x.revivals + 1,
                                pending_launches=min(scope.launch_cap, x.pending_launches + 1))
                 x = _ah(x, revived_at=(*x.history.value.revived_at, x.history.value.commits))
                 agents = (*agents[:c], x, *agents[c + 1:])
@@ -1395,7 +1597,7 @@ def sweep(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     swept += [f"revive {name(c)}" for c in revived]
     text = f"sweep: {', '.join(swept)}" if swept else "sweep: nothing"
     q = st.procs[i]
-    q = _ph(q._replace(pc=Pc.FLUSH), published=(*q.history.value.published, *sent))
+    q = _ph(proc_with(q, pc=Pc.FLUSH), published=(*q.history.value.published, *sent))
     s = _put(st, i, q, agents=agents, in_flight=in_flight)
     also = ("R-SCAN-4", "R-SCAN-5", "R-SCAN-6") + (("R-SCAN-9",) if "re-sent" in text else ())
     also += ("R-SCAN-11",) if "repaired" in text else ()
@@ -1414,7 +1616,7 @@ def flush(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
                      *(a for a, ag in enumerate(st.agents) if ag.exists and ag.inbox)))
     for a, ag in enumerate(st.agents):
         if ag.exists and ag.inbox and not locked(st, a):
-            s = s._replace(agents=_launch(s, scope, a))
+            s = state_with(s, agents=_launch(s, scope, a))
             p = _noted_launch(p, a, Funding.FLUSH)
             hit.append(a)
     text = f"flush: launch {', '.join(map(name, hit))}" if hit else "flush: nothing"
@@ -1427,7 +1629,7 @@ def crash(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     the kernel drops its locks; nothing else happens."""
     b = st.budget
     s = _put(st, i, None, agents=_noted_death(st.agents, st.procs[i]),
-             budget=b._replace(crashes=b.crashes - 1))
+             budget=budget_with(b, crashes=b.crashes - 1))
     return [(_step("CRASH", i, "CRASH", Action.CRASH), s)]
 
 
@@ -1449,7 +1651,7 @@ class Instruction(NamedTuple):
 # Each role's program, in order. A driver's exit (R-TERM-2) is numbered as the
 # rule numbers it: (1) deposit the result, (2) release, (3) the release rule,
 # (4) after a final response only: self-launch, then probe the recipient.
-PROGRAMS: dict[Role, tuple[Instruction, ...]] = {
+PROGRAMS: Final[dict[Role, tuple[Instruction, ...]]] = {
     Role.WRITER: (  # `lernie message` (R-PROBE-4): deposit, then probe (R-PROBE-2)
         Instruction(Pc.PUBLISH_MESSAGE, _sub(deposit_publish, Pc.PROBE_RECIPIENT),
                     "R-DEP-1, R-DEP-6"),
@@ -1502,7 +1704,7 @@ PROGRAMS: dict[Role, tuple[Instruction, ...]] = {
     ),
 }
 
-PC: dict[Pc, _Fn] = {ins.pc: ins.run for prog in PROGRAMS.values() for ins in prog}
+PC: Final[dict[Pc, _Fn]] = {ins.pc: ins.run for prog in PROGRAMS.values() for ins in prog}
 
 
 def successors(st: State, prof: Profile, scope: Scope) -> Succ:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from lernie_spec.model import (
     DIED,
@@ -82,18 +82,18 @@ Predicate = Callable[[Edge], bool]
 # holds by its own first tests on every edge that lacks the facts it reads: its
 # `Part.when` names them, and `step_violations` runs it only on edges that have
 # them. Each `when` below restates its predicate's opening tests, no more.
-CHANGED = 1  # the step replaced some agent's record
-FILES = 2  # the step published a file
-LAUNCHED = 4  # the step names agents it launched
-LEASE = 8  # the actor held its agent's lease before the step
-PROBE = 16  # the actor held a probe before the step
-OTHER_WRITES = 32  # an actor that is not a driver replaced some agent's record
-RELEASED_ACTS = 64  # an actor past its release replaced an agent's record or the in-flight set
-PIN = 128  # an actor's step funded by a self-launch or a revival
-REVIVAL = 256  # an actor's step funded by a revival
-NEW = 512  # the post-state is one the explorer has not seen before
-PENDING_UP = 1024  # some agent has more pending launches after the step than before
-ENDS = 2048  # the step ended its actor's process
+CHANGED: Final = 1  # the step replaced some agent's record
+FILES: Final = 2  # the step published a file
+LAUNCHED: Final = 4  # the step names agents it launched
+LEASE: Final = 8  # the actor held its agent's lease before the step
+PROBE: Final = 16  # the actor held a probe before the step
+OTHER_WRITES: Final = 32  # an actor that is not a driver replaced some agent's record
+RELEASED_ACTS: Final = 64  # an actor past its release replaced an agent or the in-flight set
+PIN: Final = 128  # an actor's step funded by a self-launch or a revival
+REVIVAL: Final = 256  # an actor's step funded by a revival
+NEW: Final = 512  # the post-state is one the explorer has not seen before
+PENDING_UP: Final = 1024  # some agent has more pending launches after the step than before
+ENDS: Final = 2048  # the step ended its actor's process
 
 Guard = Callable[[Action, int], bool]
 
@@ -522,7 +522,7 @@ def i9_pin_2(e: Edge) -> bool:
 
 
 # an agent's record but its launch fields (`pending_launches`, then `forked_holder`)
-_LAUNCH_AT = Agent._fields.index("pending_launches")
+_LAUNCH_AT: Final = Agent._fields.index("pending_launches")
 assert Agent._fields[_LAUNCH_AT + 1] == "forked_holder"
 
 
@@ -661,7 +661,7 @@ def i17_existence(e: Edge) -> bool:
     return all(pre.agents[to].exists for to, _ in e.files)
 
 
-_DRAIN_OR_MODEL = frozenset({Action.LIST_INBOX, Action.MOVE_DEPOSIT, Action.MODEL_FINAL,
+_DRAIN_OR_MODEL: Final = frozenset({Action.LIST_INBOX, Action.MOVE_DEPOSIT, Action.MODEL_FINAL,
                              Action.MODEL_TOOL_USE, Action.SETTLE_WINDOW})
 
 
@@ -757,7 +757,7 @@ def _woken_now(e: Edge) -> list[int]:
     return out
 
 
-_DEATHS = frozenset({Action.CRASH, Action.DECLINE, Action.ERROR_EXIT})
+_DEATHS: Final = frozenset({Action.CRASH, Action.DECLINE, Action.ERROR_EXIT})
 
 
 def i21_wakeups_made(e: Edge) -> bool:
@@ -797,7 +797,7 @@ def descends(scope: Scope, c: int, a: int) -> bool:
     return False
 
 
-_CHECK_POINT_STEPS = frozenset({Action.MODEL_FINAL, Action.MODEL_TOOL_USE, Action.ERROR_EXIT,
+_CHECK_POINT_STEPS: Final = frozenset({Action.MODEL_FINAL, Action.MODEL_TOOL_USE, Action.ERROR_EXIT,
                                 Action.TOOL_RESULT})
 
 
@@ -823,10 +823,11 @@ def _with(bits: int) -> Guard:
     return lambda act, facts: bool(facts & bits)
 
 
-_LEASE_KEPT = frozenset({Action.RELEASE_LEASE, Action.DECLINE, Action.ERROR_EXIT, Action.CRASH})
-_SWEEP = _on(Action.SWEEP)
+_LEASE_KEPT: Final = frozenset({Action.RELEASE_LEASE, Action.DECLINE, Action.ERROR_EXIT,
+                                 Action.CRASH})
+_SWEEP: Final = _on(Action.SWEEP)
 
-INVARIANTS: dict[str, Invariant] = {
+INVARIANTS: Final[dict[str, Invariant]] = {
     # I-1's state half reads only what a state's equality compares, and the
     # same for any order of its processes: on an edge into a state already
     # seen it repeats the verdict given when that state was first reached.
@@ -875,13 +876,13 @@ INVARIANTS: dict[str, Invariant] = {
     "I-22": Invariant("a stop reaches the subtree", Kind.STEP, i22_stop_reaches_the_subtree, (
         Part(i22_stop_reaches_the_subtree, _on(*_CHECK_POINT_STEPS)),)),
 }
-TITLES = {k: v.title for k, v in INVARIANTS.items()}
-_STATE = [(k, v.holds) for k, v in INVARIANTS.items() if v.kind is Kind.STATE and v.holds]
-_PARTS = [(k, part) for k, v in INVARIANTS.items() if v.kind is Kind.STEP and v.holds
+TITLES: Final = {k: v.title for k, v in INVARIANTS.items()}
+_STATE: Final = [(k, v.holds) for k, v in INVARIANTS.items() if v.kind is Kind.STATE and v.holds]
+_PARTS: Final = [(k, part) for k, v in INVARIANTS.items() if v.kind is Kind.STEP and v.holds
           for part in (v.parts or (Part(v.holds),))]
 # The parts an edge with a given kind of step and facts runs, in table order
 # (filled as new combinations appear: a few dozen).
-_RUN: dict[tuple[Action, int], list[tuple[str, Predicate]]] = {}
+_RUN: Final[dict[tuple[Action, int], list[tuple[str, Predicate]]]] = {}
 
 
 def edge_facts(e: Edge, new: bool = True) -> int:
@@ -1038,8 +1039,8 @@ class _Tables(NamedTuple):
     table: dict[tuple[object, ...], int]  # each distinct reading's number
 
 
-_MEMO: dict[int, _Tables] = {}
-_GENERATION = [0]
+_MEMO: Final[dict[int, _Tables]] = {}
+_GENERATION: Final = [0]
 
 
 def forget_ghost_keys() -> None:

@@ -40,12 +40,12 @@ class Mutant(NamedTuple):
 M = Mutant
 CATALOGUE: tuple[Mutant, ...] = (
     M("tool-step-closes-debt-window", "a tool result ends the debt window (R-DEBT-2)",
-      "ag0 = st.agents[a]._replace(window=Window.CLOSED, call_due=True)\n",
-      "ag0 = st.agents[a]._replace(window=Window.CLOSED, call_due=True,"
+      "ag0 = agent_with(st.agents[a], window=Window.CLOSED, call_due=True)\n",
+      "ag0 = agent_with(st.agents[a], window=Window.CLOSED, call_due=True,"
       " asked_since_answer=False)\n"),
     M("tool-result-asks", "a tool result asks for a reply (R-DEBT-3)",
-      "ag0 = st.agents[a]._replace(window=Window.CLOSED, call_due=True)\n",
-      "ag0 = st.agents[a]._replace(window=Window.CLOSED, call_due=True,"
+      "ag0 = agent_with(st.agents[a], window=Window.CLOSED, call_due=True)\n",
+      "ag0 = agent_with(st.agents[a], window=Window.CLOSED, call_due=True,"
       " asked_since_answer=True)\n"),
     M("results-count-as-last-prompter", "a delivered result becomes the last prompter (R-ADDR-2)",
       "last_prompter=d.sender if plain and d.sender != a else",
@@ -68,14 +68,14 @@ CATALOGUE: tuple[Mutant, ...] = (
       "        author = author if split else _marked(author)\n",
       "        author = author\n"),
     M("sweep-result-keeps-mark", "the sweep's deposit does not move the returned mark (I-15)",
-      "author = _marked(agents[c]._replace(published_at_tip=True))",
-      "author = agents[c]._replace(published_at_tip=True)"),
+      "author = _marked(agent_with(agents[c], published_at_tip=True))",
+      "author = agent_with(agents[c], published_at_tip=True)"),
     M("commit-keeps-returned-mark", "a commit leaves the returned mark 'at the tip'",
-      "ag = ag._replace(returned_at_tip=False, parked_at_tip=False, revivals=0,",
-      "ag = ag._replace(parked_at_tip=False, revivals=0,"),
+      "ag = agent_with(ag, returned_at_tip=False, parked_at_tip=False, revivals=0,",
+      "ag = agent_with(ag, parked_at_tip=False, revivals=0,"),
     M("stop-mark-not-set", "a stopped/budget event sets no mark (folded into returned)",
-      "ag = ag._replace(parked_at_tip=True)",
-      "ag = ag._replace(parked_at_tip=False)"),
+      "ag = agent_with(ag, parked_at_tip=True)",
+      "ag = agent_with(ag, parked_at_tip=False)"),
     M("parking-reported-twice", "a stop or budget event at a tip already reported sends its "
       "obituary again (R-TERM-7)",
       "repeated = ag.parked_at_tip and ag.returned_at_tip", "repeated = False"),
@@ -86,19 +86,19 @@ CATALOGUE: tuple[Mutant, ...] = (
     M("crash-keeps-lock", "a crashed driver's lock stays held",
       "s = _put(st, i, None, agents=_noted_death(st.agents, st.procs[i]),",
       "s = _put(st, i, None, agents=_noted_death(_set_agent(st, st.procs[i].agent,"
-      " st.agents[st.procs[i].agent]._replace(forked_holder=True)) if st.procs[i].lease"
+      " agent_with(st.agents[st.procs[i].agent], forked_holder=True)) if st.procs[i].lease"
       " else st.agents, st.procs[i]),"),
     M("settlement-leaves-nothing-due", "crash settlement leaves the warrant at NothingDue",
-      "ag = st.agents[p.agent]._replace(window=Window.CLOSED, call_due=True)",
-      "ag = st.agents[p.agent]._replace(window=Window.CLOSED, call_due=False)"),
+      "ag = agent_with(st.agents[p.agent], window=Window.CLOSED, call_due=True)",
+      "ag = agent_with(st.agents[p.agent], window=Window.CLOSED, call_due=False)"),
     M("final-deposited-uncommitted", "the final response is deposited before (without) "
       "its commit (step order)",
       "    ag2 = _terminal(ag, renamed_only=split)\n"
-      "    s = st._replace(agents=_set_agent(st, a, ag2))",
+      "    s = state_with(st, agents=_set_agent(st, a, ag2))",
       "    ag2 = _terminal(ag, renamed_only=split)\n    s = st"),
     M("revival-wakes-parent", "the revival probes parent_of instead of the recipient",
-      "p = st.procs[i]._replace(target=st.procs[i].recipient)",
-      "p = st.procs[i]._replace(target=parent_of(scope, st.procs[i].agent))"),
+      "p = proc_with(st.procs[i], target=st.procs[i].recipient)",
+      "p = proc_with(st.procs[i], target=parent_of(scope, st.procs[i].agent))"),
     M("lost-reply-not-resent", "the sweep never re-sends a lost reply (R-SCAN-9)",
       "elif ag.answered and not mid_work:", "elif False:"),
     M("flush-launches-without-mail", "the flush launches agents with no mail (unfunded)",
@@ -116,11 +116,11 @@ CATALOGUE: tuple[Mutant, ...] = (
       "if (ag.uncommitted or ag.stray_final or ag.stray_step) and prof.stray_recovery:",
       "if False:"),
     M("baton-drops-lease", "the tool result's successor hop runs without the lease (R-LOCK-3)",
-      'q = p._replace(tool="", target=NOBODY, sender=NOBODY, number=0)',
-      'q = p._replace(tool="", target=NOBODY, sender=NOBODY, number=0, lease=False)'),
+      'q = proc_with(p, tool="", target=NOBODY, sender=NOBODY, number=0)',
+      'q = proc_with(p, tool="", target=NOBODY, sender=NOBODY, number=0, lease=False)'),
     M("busy-probe-holds", "a probe that reads busy takes the lock anyway",
-      "q = _ph(p._replace(pc=busy), woke=",
-      "q = _ph(p._replace(pc=nxt, probe_on=p.target), woke="),
+      "q = _ph(proc_with(p, pc=busy), woke=",
+      "q = _ph(proc_with(p, pc=nxt, probe_on=p.target), woke="),
     M("sweep-ignores-lock", "the sweep judges agents that are being driven (R-SCAN-6)",
       "if not ag.exists or locked(st, c):\n            continue\n        if prof.scan_revival",
       "if not ag.exists:\n            continue\n        if prof.scan_revival"),
@@ -137,13 +137,13 @@ CATALOGUE: tuple[Mutant, ...] = (
       "in_flight=_flight_remove(st.in_flight, d))", "in_flight=st.in_flight)"),
     M("settle-before-strays", "the hop settles a crashed window before it recovers strays",
       "    if (ag.uncommitted or ag.stray_final or ag.stray_step) and prof.stray_recovery:\n"
-      "        return p._replace(pc=Pc.RECOVER_STRAYS)\n"
+      "        return proc_with(p, pc=Pc.RECOVER_STRAYS)\n"
       "    if ag.window is Window.OPEN and prof.crash_settlement:\n"
-      "        return p._replace(pc=Pc.SETTLE_WINDOW)\n",
+      "        return proc_with(p, pc=Pc.SETTLE_WINDOW)\n",
       "    if ag.window is Window.OPEN and prof.crash_settlement:\n"
-      "        return p._replace(pc=Pc.SETTLE_WINDOW)\n"
+      "        return proc_with(p, pc=Pc.SETTLE_WINDOW)\n"
       "    if (ag.uncommitted or ag.stray_final or ag.stray_step) and prof.stray_recovery:\n"
-      "        return p._replace(pc=Pc.RECOVER_STRAYS)\n"),
+      "        return proc_with(p, pc=Pc.RECOVER_STRAYS)\n"),
     M("revival-skips-terminal-stray", "the scan does not relaunch an agent whose terminal "
       "entry was left uncommitted (R-SCAN-10, R-DRAIN-8)",
       "    if ag.stray_final:\n        return True\n    if ag.parked_at_tip:",
@@ -178,8 +178,8 @@ CATALOGUE: tuple[Mutant, ...] = (
       "if ag.exists and n <= scope.max_seq", "if n <= scope.max_seq"),
     M("probe-keeps-the-lock", "a writer's probe launches and keeps holding the lock "
       "(R-PROBE-3)",
-      "q = _noted_launch(p._replace(pc=nxt, probe_on=NOBODY), t, why)",
-      "q = _noted_launch(p._replace(pc=nxt), t, why)"),
+      "q = _noted_launch(proc_with(p, pc=nxt, probe_on=NOBODY), t, why)",
+      "q = _noted_launch(proc_with(p, pc=nxt), t, why)"),
     # ---- the verifier's holes (issue: at most once, faults, symmetry, ghost, musts) ----
     M("no-stop-cascade", "`lernie stop` does not reach descendants (R-STOP-3)",
       "            targets = tree\n", "            targets = {a}\n", kills="I-22:10@faults"),
@@ -200,7 +200,7 @@ CATALOGUE: tuple[Mutant, ...] = (
       "probes the recipient (R-DRAIN-8, after a crash)",
       'Instruction(Pc.LOST_PROBE, lost_probe, "R-PROBE-1")',
       'Instruction(Pc.LOST_PROBE, lambda st, prof, scope, i: _drain_next([(Step("R-PROBE-1",'
-      ' i, "lost reply: no probe", Action.PROBE), _put(st, i, st.procs[i]._replace('
+      ' i, "lost reply: no probe", Action.PROBE), _put(st, i, proc_with(st.procs[i], '
       'pc=Pc.LIST_INBOX)))], i), "R-PROBE-1")', kills="I-21:29@dispatch"),
     M("sweep-ignores-later-drivers", "the sweep sees only the processes started before the "
       "scan (process order)",
@@ -210,20 +210,21 @@ CATALOGUE: tuple[Mutant, ...] = (
       kills="I-8:9@faults"),
     M("guard-never-resets", "the crash-loop guard counts revivals across commits "
       "(R-SCAN-10)",
-      "ag = ag._replace(returned_at_tip=False, parked_at_tip=False, revivals=0,",
-      "ag = ag._replace(returned_at_tip=False, parked_at_tip=False,", kills="I-20:21@crash-loop"),
+      "ag = agent_with(ag, returned_at_tip=False, parked_at_tip=False, revivals=0,",
+      "ag = agent_with(ag, returned_at_tip=False, parked_at_tip=False,",
+      kills="I-20:21@crash-loop"),
     M("guard-never-fires", "the scan revives an agent after three revivals at one tip "
       "(R-SCAN-10)",
       "if ag.revivals < REVIVE_LIMIT:", "if True:", kills="I-8:18@crash-loop"),
     M("self-launch-skipped-for-parked-obituary", "no exit self-launch while a parked "
       "obituary waits (R-TERM-2 (4))",
       "    nxt = Pc.REVIVAL_PROBE if p.recipient != NOBODY and prof.revival else Pc.DONE\n"
-      "    s = st._replace(agents=_launch(st, scope, p.agent))\n",
+      "    s = state_with(st, agents=_launch(st, scope, p.agent))\n",
       "    nxt = Pc.REVIVAL_PROBE if p.recipient != NOBODY and prof.revival else Pc.DONE\n"
       "    if any(f.kind in PARKED for f in st.agents[p.agent].inbox):\n"
       "        return [(Step(\"R-TERM-2\", i, \"self-launch skipped\", Action.SELF_LAUNCH),"
-      " _put(st, i, p._replace(pc=nxt, target=p.recipient)))]\n"
-      "    s = st._replace(agents=_launch(st, scope, p.agent))\n", kills="I-21:25@faults"),
+      " _put(st, i, proc_with(p, pc=nxt, target=p.recipient)))]\n"
+      "    s = state_with(st, agents=_launch(st, scope, p.agent))\n", kills="I-21:25@faults"),
     M("flush-launches-busy", "the flush launches an agent whose probe reads busy (R-SCAN-2)",
       "if ag.exists and ag.inbox and not locked(st, a):", "if ag.exists and ag.inbox:",
       kills="I-8:6@faults"),

@@ -56,8 +56,8 @@ def test_every_blind_spot_mutant_is_killed(capsys: pytest.CaptureFixture[str]) -
 def test_a_survivor_fails_the_mutation_score() -> None:
     """The score can fail: an edit that changes nothing and claims no
     equivalence survives (one small world suffices to show it)."""
-    noop = model_mutants.Mutant("no-change", "renames nothing", "NOBODY = -2",
-                                "NOBODY = -2  # unchanged")
+    noop = model_mutants.Mutant("no-change", "renames nothing", "NOBODY: Final = -2",
+                                "NOBODY: Final = -2  # unchanged")
     out = model_mutants.run_one(noop, worlds=("faults",))
     assert out.verdict == "SURVIVED"
     assert "mutants: 0 killed, 0 equivalent, 1 survived of 1" in model_mutants.table([out])

@@ -7,6 +7,9 @@ trace. Two trace lengths are checked against minimums counted by hand.
 
 from __future__ import annotations
 
+import inspect
+from typing import Any
+
 import pytest
 from lernie_spec.check import Outcome, run
 from lernie_spec.coverage import Coverage
@@ -253,5 +256,45 @@ def test_speed_the_ghost_writers_agree_with_replace() -> None:
     assert type(q) is model.Proc and type(q.history.value) is model.ProcHistory
     assert tuple(q[:-1]) == tuple(p[:-1])
     assert q.history.value == p.history.value._replace(woke=(0,), released=True)
-    with pytest.raises(KeyError):
-        model._ah(ag, no_such_field=1)
+    with pytest.raises(TypeError):
+        model._ah(ag, no_such_field=1)  # type: ignore[call-arg]
+    # each writer takes exactly its history's fields
+    assert tuple(inspect.signature(model._ah).parameters)[1:] == model.AgentHistory._fields
+    assert tuple(inspect.signature(model._ph).parameters)[1:] == model.ProcHistory._fields
+
+
+@pytest.mark.parametrize("record", ["Agent", "Proc", "State", "Budget"])
+def test_speed_the_record_copies_agree_with_replace(record: str) -> None:
+    """`agent_with`, `proc_with`, `state_with` and `budget_with` copy a record with the
+    named fields replaced, as `_replace` does, in one typed call: each takes exactly its
+    record's fields, keeps every field it is not given, and sets each one it is given
+    (SPEC §19, *Speed*)."""
+    from lernie_spec import model
+
+    cls = getattr(model, record)
+    copy = getattr(model, f"{record.lower()}_with")
+    assert tuple(inspect.signature(copy).parameters)[1:] == cls._fields
+    st = initial(Scope())
+    (_, nxt), *_ = model.ext_message(st, Profile(), Scope())
+    rec: Any = {"Agent": nxt.agents[0], "Proc": nxt.procs[0], "State": nxt,
+           "Budget": nxt.budget}[record]
+    assert copy(rec) == rec and type(copy(rec)) is cls
+    # every field replaced, one at a time, by the value the same field has in a record
+    # that differs from rec in every field (a history is a Ghost: equal to any other)
+    m = model
+    agent = m.Agent(False, (m.File(0, 1, m.PLAIN),), 1, True, True, True, True, m.Window.OPEN,
+                    (m.Dep(0, 1, m.PLAIN),), True, True, 1, True, True, True, 2, True,
+                    m.Ghost(m.AgentHistory(commits=7)))
+    proc = m.Proc(m.Role.SCANNER, 1, m.Pc.SWEEP, True, 1, 1, 1, m.FINAL, 3, ((0, 1),),
+                  m.FINAL, 1, True, "noop", True, m.Ghost(m.ProcHistory(released=True)))
+    budget = m.Budget(*range(10, 19))
+    other = {"Agent": agent, "Proc": proc, "State": m.State((agent,), (proc,), (
+        m.Dep(0, 1, m.PLAIN),), budget), "Budget": budget}[record]
+    changed = 0
+    for k, f in enumerate(cls._fields):
+        got = copy(rec, **{f: other[k]})
+        assert type(got) is cls
+        assert got == rec._replace(**{f: other[k]}), f
+        assert got[k] is other[k] and got[:k] == rec[:k] and got[k + 1:] == rec[k + 1:]
+        changed += got != rec
+    assert changed == len(cls._fields) - (cls._fields[-1] == "history")

@@ -405,8 +405,8 @@ def _step(rule: str, actor: int, text: str, action: Action, external: bool = Fal
     """`Step(...)` as the transitions build one on every edge: the same fields and
     defaults, without NamedTuple's generated `__new__` (Python code even in the compiled
     model, and slowest with keywords). tests/model/test_explore.py checks it agrees."""
-    return _new(Step, (rule, actor, text, action, external, launched, funding,
-                                also, target))
+    return _new(Step, (rule, actor, text, action, external, launched, funding, also,
+                       target))
 
 
 def _fast_replace(cls: type[tuple[Any, ...]]) -> Callable[..., Any]:
@@ -595,19 +595,24 @@ def warrants(f: File) -> bool:
 
 
 def _set_agent(st: State, a: int, ag: Agent) -> tuple[Agent, ...]:
-    return (*st.agents[:a], ag, *st.agents[a + 1:])
+    agents = list(st.agents)
+    agents[a] = ag
+    return tuple(agents)
 
 
 def _put(st: State, i: int, p: Proc | None, agents: tuple[Agent, ...] | None = None,
          in_flight: tuple[Dep, ...] | None = None, budget: Budget | None = None) -> State:
     """Replace process i (remove it when p is None or has finished)."""
-    keep = p is not None and p.pc is not Pc.DONE
-    procs = st.procs[:i] + ((p,) if keep and p is not None else ()) + st.procs[i + 1 :]
+    procs = list(st.procs)
+    if p is not None and p.pc is not Pc.DONE:
+        procs[i] = p
+    else:
+        del procs[i]
     # State(...) without NamedTuple's generated `__new__` (Python code even in the
     # compiled model, and run on almost every step): the same four fields, in order
-    return _new(State, (st.agents if agents is None else agents, procs,
-                                 st.in_flight if in_flight is None else in_flight,
-                                 st.budget if budget is None else budget))
+    return _new(State, (st.agents if agents is None else agents, tuple(procs),
+                        st.in_flight if in_flight is None else in_flight,
+                        st.budget if budget is None else budget))
 
 
 def _launch(st: State, scope: Scope, a: int) -> tuple[Agent, ...]:
@@ -669,18 +674,18 @@ def _ah(
         ag.revivals,
         ag.published_at_tip,
         Ghost(_new(AgentHistory, (
-        h.entries if entries is None else entries,
-        h.commits if commits is None else commits,
-        h.results if results is None else results,
-        h.parked_at if parked_at is None else parked_at,
-        h.unsynced if unsynced is None else unsynced,
-        h.revived_at if revived_at is None else revived_at,
-        h.parkings if parkings is None else parkings,
-        h.marked_at if marked_at is None else marked_at,
-        h.serials if serials is None else serials,
-        h.received if received is None else received,
-        h.deaths if deaths is None else deaths,
-        h.leases if leases is None else leases,
+            h.entries if entries is None else entries,
+            h.commits if commits is None else commits,
+            h.results if results is None else results,
+            h.parked_at if parked_at is None else parked_at,
+            h.unsynced if unsynced is None else unsynced,
+            h.revived_at if revived_at is None else revived_at,
+            h.parkings if parkings is None else parkings,
+            h.marked_at if marked_at is None else marked_at,
+            h.serials if serials is None else serials,
+            h.received if received is None else received,
+            h.deaths if deaths is None else deaths,
+            h.leases if leases is None else leases,
         ))),
     ))
 
@@ -715,16 +720,16 @@ def _ph(
         p.tool,
         p.recovered_final,
         Ghost(_new(ProcHistory, (
-        h.published if published is None else published,
-        h.woke if woke is None else woke,
-        h.stop_requests if stop_requests is None else stop_requests,
-        h.launched if launched is None else launched,
-        h.committed_final if committed_final is None else committed_final,
-        h.parked_event if parked_event is None else parked_event,
-        h.released if released is None else released,
-        h.reread_saw if reread_saw is None else reread_saw,
-        h.listing if listing is None else listing,
-        h.moved if moved is None else moved,
+            h.published if published is None else published,
+            h.woke if woke is None else woke,
+            h.stop_requests if stop_requests is None else stop_requests,
+            h.launched if launched is None else launched,
+            h.committed_final if committed_final is None else committed_final,
+            h.parked_event if parked_event is None else parked_event,
+            h.released if released is None else released,
+            h.reread_saw if reread_saw is None else reread_saw,
+            h.listing if listing is None else listing,
+            h.moved if moved is None else moved,
         ))),
     ))
 

@@ -486,6 +486,21 @@ class World(WorldView):
         self._check(cands, f"{verb} {M.name(a)}", self.models)
         return act
 
+    def messages_at_once(self, a: int) -> tuple[RealActor, ...]:
+        """Two `lernie message` to agent ``a`` at once (a user and a script, say), each run
+        past its listing of the inbox before either publishes: both take the same number,
+        and the second to publish must find the name taken and go on to the next (R-DEP-6).
+        The writers are left there; the rules that follow run them on."""
+        writers = []
+        for _ in range(2):
+            act = self.operator_message(a)
+            for _ in range(60):
+                point = self.step(act) if act.key in self.actors else None
+                if point is None or point.name == Point.DEPOSIT_LISTED:
+                    break
+            writers.append(act)
+        return tuple(writers)
+
     def start_launch(self, n: int) -> RealActor | None:
         """Start the ``n``-th unstarted launch as a driver actor and run it to its first point."""
         pending = self.launcher.launches
@@ -605,13 +620,17 @@ class World(WorldView):
 
     # -------------------------------------------------------------- liveness
 
-    def run_all(self, max_steps: int = 2000, kill: tuple[str, int] | None = None) -> None:
+    def run_all(self, max_steps: int = 2000,
+                kill: tuple[str | tuple[str, ...], int] | None = None) -> None:
         """Bounded liveness: run every live actor and every launch to completion, one
         point each in turn (round robin, so the actors left running still race).
-        ``kill``, ``(point, n)``: the driver that is the ``n+1``-th to pass ``point`` is
-        killed right there (one crash in a quiet spell)."""
+        ``kill``, ``(point, n)``: the driver that is the ``n+1``-th to pass ``point`` (or
+        any of the points, given a tuple) is killed right there (one crash in a quiet
+        spell)."""
         steps = 0
         turn = 0
+        at, nth = kill if kill is not None else ((), 0)
+        kill_at = (at,) if isinstance(at, str) else at
         while self.actors or self.started < len(self.launcher.launches):
             steps += 1
             if steps > max_steps:
@@ -621,13 +640,12 @@ class World(WorldView):
                 turn = next((k for k in keys if k > turn), keys[0])
                 act = self.actors[turn]
                 point = self.step(act)
-                if kill is not None and point is not None and point.name == kill[0] \
-                        and act.kind == "driver" and turn in self.actors:
-                    if kill[1] == 0:
+                if point is not None and point.name in kill_at and act.kind == "driver" \
+                        and turn in self.actors:
+                    if nth == 0:
                         self.crash(act)
-                        kill = None
-                    else:
-                        kill = (kill[0], kill[1] - 1)
+                        kill_at = ()
+                    nth -= 1
             else:
                 self.start_launch(0)
 
@@ -839,16 +857,20 @@ class RefinementMachine(RuleBasedStateMachine):
     @precondition(lambda self: bool(self._existing()))
     @rule(data=hst.data())
     def operator_messages(self, data: hst.DataObject) -> None:
-        """`lernie message` to an agent; half the time while the agent's own driver (a
+        """`lernie message` to an agent (half the time two at once, racing for one
+        number: ``World.messages_at_once``); half the time while the agent's own driver (a
         running one, or a pending launch started for it) holds its lock with work in
-        hand: the writer then runs through, finds the lock busy, and the driver's release
+        hand: the writers then run through, find the lock busy, and the driver's release
         must launch for the mail (R-PROBE-3, R-REL-1)."""
         a = data.draw(hst.sampled_from(self._existing()), label="agent")
         held = data.draw(hst.booleans(), label="while driven") and self._hold_mid_work(
             data, a) is not None
-        writer = self.world.operator_message(a)
+        writers = (self.world.messages_at_once(a)
+                   if data.draw(hst.booleans(), label="a second at once")
+                   else (self.world.operator_message(a),))
         if held:
-            self._run_out(writer)
+            for writer in writers:
+                self._run_out(writer)
 
     def _run_out(self, act: RealActor) -> None:
         """Run ``act`` (a writer) through to its end."""
@@ -902,11 +924,14 @@ class RefinementMachine(RuleBasedStateMachine):
     @rule(data=hst.data())
     def settle_killing_one(self, data: hst.DataObject) -> None:
         """A quiet spell in which one driver is killed: the first (or second) to pass a
-        chosen crash window (most of a program's driving happens in quiet spells, where
-        no other rule can crash anyone)."""
-        kill = data.draw(hst.tuples(hst.sampled_from(CRASH_WINDOWS), hst.integers(0, 1)),
-                         label="kill")
-        self.world.run_all(kill=kill)
+        chosen crash window, or the one that passes the spell's n-th crash window, whichever
+        it is (a kill that always lands, in the windows as often as drivers pass them). Most
+        of a program's driving happens in quiet spells, where no other rule can crash
+        anyone."""
+        at, n = data.draw(hst.one_of(
+            hst.tuples(hst.sampled_from(CRASH_WINDOWS), hst.integers(0, 1)),
+            hst.tuples(hst.just("ahead"), hst.integers(0, WINDOWS_AHEAD))), label="kill")
+        self.world.run_all(kill=(CRASH_WINDOWS if at == "ahead" else at, n))
 
     @precondition(lambda self: self.world.started < len(self.world.launcher.launches))
     @rule(data=hst.data())

@@ -49,6 +49,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -115,6 +116,7 @@ class Call(NamedTuple):
     input: Callable[[str], dict[str, str]]
     predict: Predict
     hangs: bool = False  # a crash in the middle of it leaves its command running
+    programs: int = 0  # the programs a hanging command's shell starts
 
 
 def _patch(*lines: str) -> dict[str, str]:
@@ -189,7 +191,7 @@ CALLS: tuple[Call, ...] = (
     Call("bash-ok", "bash", lambda t: {"command": "printf 'hello\\n'"}, _bash_ok),
     Call("bash-exit-3", "bash", lambda t: {"command": "echo oops >&2; exit 3"}, _bash_fail),
     Call("bash-hang", "bash", lambda t: {"command": "sleep 30 & sleep 30"}, _bash_hang,
-         hangs=True),
+         hangs=True, programs=2),
     Call("bash-flood", "bash", lambda t: {"command": f"printf '%0{FLOOD}d' 0"}, _bash_flood),
     Call("patch-add", "apply_patch", lambda t: _patch(
         f"*** Add File: w-{t}/notes.txt", "+one", "+two", "+three"), _add),
@@ -238,6 +240,20 @@ def worktree_files(worktree: str, tag: str) -> dict[str, bytes]:
                 with open(os.path.join(top, name), "rb") as f:
                     out[path] = f.read()
     return out
+
+
+START_WAIT = 30.0
+"""Seconds a crash's leftover command may take to start its programs (a bound that only
+a broken machine reaches: it is a few milliseconds)."""
+
+
+def _cmdline(pid: int) -> bytes:
+    """The process's command line from ``/proc`` (empty while it execs, or once gone)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
 
 
 def marked_alive(ws_root: str, agent_id: str | None = None) -> list[int]:
@@ -372,12 +388,28 @@ class Oracle:
                 env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
                        WS_MARK: os.path.realpath(self.ws_root), AGENT_MARK: agent_id}
                 cwd = os.path.join(worktree, self.ghosts.get(slot, Ghost()).cwd)
-                self.leftovers.append(subprocess.Popen(
+                shell = subprocess.Popen(
                     ["/bin/sh", "-c", call.input("")["command"]], cwd=cwd, env=env,
                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True))
+                    stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+                self.leftovers.append(shell)
+                self._started(shell.pid, call.programs, agent_id)
         for c in live:
             self.state[c] = "dead"
+
+    def _started(self, shell: int, programs: int, agent_id: str) -> None:
+        """Wait until the shell ``shell`` has started its ``programs`` programs, each past
+        its exec. A process in the middle of its exec shows no environment in ``/proc``, so
+        a kill by mark (the settlement's, R-TOOL-7) or a check of what is left could miss
+        it: the crash's leftovers are in place only once every one of them shows."""
+        own = _cmdline(shell)
+        deadline = time.monotonic() + START_WAIT
+        while len([p for p in marked_alive(self.ws_root, agent_id)
+                   if p != shell and _cmdline(p) not in (b"", own)]) < programs:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the hanging command's shell {shell} did not start its "
+                                   f"{programs} programs within {START_WAIT:g} s")
+            time.sleep(0.001)
 
     def none_left(self, agent_id: str | None, what: str) -> None:
         """Nothing a call started is still running (R-TOOL-7)."""

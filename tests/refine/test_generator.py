@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from lernie_stateful.refinement import Divergence, RealActor, World, last_writer
+from lernie_stateful.refinement import CRASH_WINDOWS, Divergence, RealActor, World, last_writer
 from lernie_stateful.seeded_bugs import BY_NAME
 
 from lernie_ref.adapters import ModelRequest
@@ -217,3 +217,63 @@ def test_r_drain_2_without_stray_recovery_the_same_spell_diverges(tmp_path: Path
         _killed_in_a_quiet_spell(world, Point.TRANSCRIPT_RENAMED)
         if world.stranded():
             raise Divergence("; ".join(world.stranded()))
+
+
+def _two_at_once(world: World) -> tuple[RealActor, ...]:
+    """`lernie prompt` P, run to its end; then two `lernie message` P at once, both past
+    their listing of P's inbox (the machine's ``operator_messages``, drawn "a second at
+    once"), and everyone to the end."""
+    world.operator_message(P)
+    world.run_all()
+    writers = world.messages_at_once(P)
+    world.run_all()
+    return writers
+
+
+def test_r_dep_6_two_messages_at_once_list_one_number_and_the_second_takes_the_next(
+        tmp_path: Path) -> None:
+    world = World(tmp_path)
+    first, second = _two_at_once(world)
+    listed = [next(p.detail for p in w.points if p.name == Point.DEPOSIT_LISTED)
+              for w in (first, second)]
+    published = [next(p.detail for p in w.points if p.name == Point.DEPOSIT_PUBLISHED)
+                 for w in (first, second)]
+    assert listed[0] == listed[1]  # the race: one number for both
+    assert len(set(published)) == 2  # neither replaced the other
+    assert [p.name for w in (first, second) for p in w.points].count(
+        Point.DEPOSIT_COLLIDED) == 1
+    assert world.stranded() == []
+
+
+def test_r_dep_6_a_publication_that_replaces_the_other_diverges(tmp_path: Path) -> None:
+    with BY_NAME["overwriting-deposit"].apply(), pytest.raises(Divergence):
+        _two_at_once(World(tmp_path))
+
+
+def _crash_windows_passed(world: World) -> list[str]:
+    """The crash windows drivers passed, in the order the world ran them (its trace)."""
+    rows = [row.split() for row in world.trace if ":driver[" in row]
+    return [row[1] for row in rows if len(row) > 1 and row[1] in CRASH_WINDOWS]
+
+
+@pytest.mark.parametrize("nth", [0, 2, 5])
+def test_a_quiet_spell_kill_at_its_nth_crash_window_lands_in_whichever_window_that_is(
+        tmp_path: Path, nth: int) -> None:
+    """``settle_killing_one`` drawn as "the spell's n-th crash window": the driver killed
+    is the one that passes the n-th crash window of the spell, whichever window it is (the
+    same spell run without a kill passes them in the same order: the world is
+    deterministic)."""
+    def spell(world: World, kill: tuple[tuple[str, ...], int] | None) -> None:
+        world.script(P, "noop", tool="patch-add")
+        world.script(P, "dispatch")
+        world.operator_message(P)
+        world.run_all(kill=kill)
+
+    calm = World(tmp_path / "calm")
+    spell(calm, None)
+    windows = _crash_windows_passed(calm)
+    assert len(windows) > nth and calm.graveyard == []
+    killed = World(tmp_path / "killed")
+    spell(killed, (CRASH_WINDOWS, nth))
+    assert [a.points[-1].name for a in killed.graveyard] == [windows[nth]]
+    assert _crash_windows_passed(killed) == windows[:nth + 1]

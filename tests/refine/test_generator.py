@@ -1,8 +1,9 @@
 """The situations the refinement machine's generator aims at, each played once by hand:
 a conversation that goes back and forth (an ``answer`` is a message to whoever wrote
-last), a scan while a child's driver is inside its model call, and a writer whose mail
-arrives while the agent's driver holds the lock. Each refines the model on the
-unpatched code, and the seeded bug it is there for makes the same program diverge."""
+last), a scan while a child's driver is inside its model call, a writer whose mail
+arrives while the agent's driver holds the lock, a driver killed in a quiet spell, two
+messages at once racing for one number. Each refines the model on the unpatched code,
+and the seeded bug it is there for makes the same program diverge."""
 
 from __future__ import annotations
 

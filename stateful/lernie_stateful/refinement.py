@@ -494,12 +494,22 @@ class World(WorldView):
         writers = []
         for _ in range(2):
             act = self.operator_message(a)
-            for _ in range(60):
-                point = self.step(act) if act.key in self.actors else None
-                if point is None or point.name == Point.DEPOSIT_LISTED:
-                    break
+            self.run_to(act.key, Point.DEPOSIT_LISTED)
             writers.append(act)
         return tuple(writers)
+
+    def run_to(self, key: int, at: str) -> RealActor | None:
+        """Run actor ``key`` until it passes point ``at`` (or ends; "": leave it where it
+        is); the live actor."""
+        act = self.actors.get(key)
+        for _ in range(60 if at else 0):
+            if act is None:
+                break
+            point = self.step(act)
+            act = self.actors.get(key)
+            if point is not None and point.name == at:
+                break
+        return act
 
     def start_launch(self, n: int) -> RealActor | None:
         """Start the ``n``-th unstarted launch as a driver actor and run it to its first point."""
@@ -981,18 +991,6 @@ class RefinementMachine(RuleBasedStateMachine):
             return
         self._crash_aimed(actor, data.draw(AIMS, label="aim"))
 
-    def _run_to(self, key: int, at: str) -> RealActor | None:
-        """Run actor ``key`` until it passes point ``at`` (or ends); the live actor."""
-        act = self.world.actors.get(key)
-        for _ in range(60 if at else 0):
-            if act is None:
-                break
-            point = self.world.step(act)
-            act = self.world.actors.get(key)
-            if point is not None and point.name == at:
-                break
-        return act
-
     def _run_windows(self, key: int, windows: int,
                      among: tuple[str, ...] = CRASH_WINDOWS) -> RealActor | None:
         """Run actor ``key`` until it has passed ``windows + 1`` of the points ``among``
@@ -1070,7 +1068,7 @@ class RefinementMachine(RuleBasedStateMachine):
     def _crash_aimed(self, key: int, aim: Aim) -> None:
         _, where = aim
         act = (self._run_windows(key, where) if isinstance(where, int)
-               else self._run_to(key, where))
+               else self.world.run_to(key, where))
         if act is not None:
             self.world.crash(act)
 

@@ -55,6 +55,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+from lernie_stateful.procfs import command_line
+
 TOOL_TIMEOUT = 1.0
 """``tool_timeout`` of the machine's workspace (R-TOOL-4): long enough for a command
 that exits at once to exit on a busy machine, short enough to spend on a hang."""
@@ -247,15 +249,6 @@ START_WAIT = 30.0
 a broken machine reaches: it is a few milliseconds)."""
 
 
-def _cmdline(pid: int) -> bytes:
-    """The process's command line from ``/proc`` (empty while it execs, or once gone)."""
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read()
-    except OSError:
-        return b""
-
-
 def marked_alive(ws_root: str, agent_id: str | None = None) -> list[int]:
     """Live processes carrying the workspace's tool mark (and the agent's, when given),
     from ``/proc``; a zombie's environment reads empty."""
@@ -402,10 +395,11 @@ class Oracle:
         its exec. A process in the middle of its exec shows no environment in ``/proc``, so
         a kill by mark (the settlement's, R-TOOL-7) or a check of what is left could miss
         it: the crash's leftovers are in place only once every one of them shows."""
-        own = _cmdline(shell)
+        # a command line reads empty while its process execs, and as the shell's before
+        own = command_line(shell)
         deadline = time.monotonic() + START_WAIT
         while len([p for p in marked_alive(self.ws_root, agent_id)
-                   if p != shell and _cmdline(p) not in (b"", own)]) < programs:
+                   if p != shell and command_line(p) not in (None, [""], own)]) < programs:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the hanging command's shell {shell} did not start its "
                                    f"{programs} programs within {START_WAIT:g} s")

@@ -13,6 +13,11 @@ Shrinking is bounded by the checker: with ``--shrink S`` > 0 the run happens in 
 process that is killed S seconds after its first failure was stored, and the shortest
 program it stored is replayed here. Hypothesis's own five-minute shrink limit, whose
 abort prints a request to report a Hypothesis bug, is never reached (``MAX_SHRINK``).
+
+The machine's workspaces are thrown away after each program and no run outlives the
+machine, so nothing in them needs the disk: with ``TMPDIR`` unset they go to the
+memory-backed ``/dev/shm`` when it is there, writable, executable and roomy
+(``scratch_parent``), where a commit or a durable deposit costs no disk journal.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ import sys
 import tempfile
 import time
 import unittest
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
@@ -47,6 +52,42 @@ from lernie_stateful.seeded_bugs import BUGS, BY_NAME, Bug
 
 SCOPES = {"default": 20, "short": 12, "long": 40}
 """--scope: rules per example (the length of each generated program)."""
+
+SHM = "/dev/shm"
+SHM_ROOM = 1 << 30
+"""Free bytes ``/dev/shm`` must have to take the machine's workspaces (a program's world
+takes a few megabytes; the rest is margin for whatever else uses it)."""
+
+
+def scratch_parent(environ: Mapping[str, str] | None = None, shm: str = SHM) -> str | None:
+    """Where the refinement's throw-away workspaces go: ``None`` (the default temporary
+    directory) when ``TMPDIR`` is set, since the user chose it, or when ``shm`` is
+    missing, read-only for us, mounted ``noexec`` (the world runs scripts it writes) or
+    has less than ``SHM_ROOM`` free; else ``shm``."""
+    env = os.environ if environ is None else environ
+    if env.get("TMPDIR"):
+        return None
+    try:
+        fs = os.statvfs(shm)
+    except OSError:
+        return None
+    if fs.f_flag & (os.ST_NOEXEC | os.ST_RDONLY) or fs.f_bavail * fs.f_frsize < SHM_ROOM:
+        return None
+    return shm if os.access(shm, os.W_OK | os.X_OK) else None
+
+
+@contextlib.contextmanager
+def run_scratch() -> Iterator[Path]:
+    """A scratch directory for one run, made in ``scratch_parent()``, that the machine's
+    workspaces go into (``tempfile.tempdir`` points there for the run) and that is removed
+    with everything in it at the end."""
+    before = tempfile.tempdir
+    with tempfile.TemporaryDirectory(prefix="lernie-check-", dir=scratch_parent()) as tmp:
+        tempfile.tempdir = tmp
+        try:
+            yield Path(tmp)
+        finally:
+            tempfile.tempdir = before
 
 
 class Outcome(NamedTuple):
@@ -187,7 +228,7 @@ class _Child(NamedTuple):
 
 
 def _bounded(play: Callable[[Callable[[str], None]], _Verdict],
-             counts: Callable[[], str], shrink: float, scratch: Path) -> _Child:
+             counts: Callable[[], str], shrink: float) -> _Child:
     """Run ``play`` in a child process and give its shrinking ``shrink`` seconds from its
     first failure: then the child and every process it started are killed. ``play`` gets
     a callback that writes a line to the parent: ``F <example> <seconds>`` at the first
@@ -201,7 +242,6 @@ def _bounded(play: Callable[[Callable[[str], None]], _Verdict],
         try:
             os.close(rfd)
             os.setpgid(0, 0)
-            tempfile.tempdir = str(scratch)  # the machine's workspaces: removed with scratch
 
             def first(line: str) -> None:
                 os.write(wfd, f"{line}\n".encode())
@@ -310,8 +350,7 @@ def run(examples: int, seed: int, steps: int, bug: Bug | None = None,
                 raise
 
     Machine.__name__ = Machine.__qualname__ = machine.__name__
-    with tempfile.TemporaryDirectory(prefix="lernie-check-") as tmp:
-        scratch = Path(tmp)
+    with run_scratch() as scratch:
         own = not database and (shrink > 0 or (bug is not None and attribute))
         db = _FailuresOnly(str(scratch / "db")) if own else example_database(database)
         phases = ([Phase.reuse] if database else []) + [Phase.generate, Phase.target] + (
@@ -329,7 +368,7 @@ def run(examples: int, seed: int, steps: int, bug: Bug | None = None,
                     hooks.append(first)
                     return _play(seeded, config)
 
-                child = _bounded(play, lambda: str(int(counter["examples"])), shrink, scratch)
+                child = _bounded(play, lambda: str(int(counter["examples"])), shrink)
                 counter["first_at"], counter["first"] = child.first_at, child.first_seconds
                 counter["examples"] = child.examples
                 cut, shrunk = child.cut, child.shrink_seconds

@@ -3,10 +3,12 @@ and seeded implementation bugs are caught (those the CI budget reliably catches)
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
-from lernie_stateful.refine_cli import run
+from lernie_stateful.refine_cli import SHM_ROOM, run, run_scratch, scratch_parent
 from lernie_stateful.refine_view import read_refs, tracked_paths
 from lernie_stateful.refinement import Divergence, World
 from lernie_stateful.seeded_bugs import BY_NAME
@@ -66,3 +68,24 @@ def test_the_abstraction_reads_refs_and_the_index_as_git_lists_them(tmp_path: Pa
         listed = set(ws.git.run(ws.worktree(aid), ["ls-files"]).stdout.split())
         assert tracked_paths(ws.worktree(aid)) == listed
         assert any(p.startswith("messages/") for p in listed)
+
+
+def test_the_workspaces_go_to_shared_memory_unless_tmpdir_says_otherwise(
+        tmp_path: Path) -> None:
+    roomy = os.statvfs(tmp_path)
+    if roomy.f_bavail * roomy.f_frsize < SHM_ROOM:
+        pytest.skip("the test's own directory has less free room than the scratch needs")
+    assert scratch_parent({}, shm=str(tmp_path)) == str(tmp_path)
+    assert scratch_parent({"TMPDIR": str(tmp_path)}, shm=str(tmp_path)) is None
+    assert scratch_parent({}, shm=str(tmp_path / "absent")) is None
+
+
+def test_a_run_s_workspaces_are_made_in_its_scratch_and_removed_with_it() -> None:
+    before = tempfile.tempdir
+    parent = scratch_parent() or tempfile.gettempdir()
+    with run_scratch() as scratch:
+        world = Path(tempfile.mkdtemp(prefix="lernie-refine-"))
+        assert world.parent == scratch
+        assert str(scratch.parent) == parent
+    assert not scratch.exists()
+    assert tempfile.tempdir == before

@@ -68,6 +68,17 @@ def _proc_key(p: Proc) -> tuple[object, ...]:
             p.deposit_kind, p.number, p.listing, p.epitaph, p.recipient, p.stop_flag, p.tool)
 
 
+def _proc_before(x: Proc, y: Proc) -> bool:
+    """`_proc_key(x) < _proc_key(y)` for two processes of one role, field by field up to
+    the first that differs (most pairs differ in their agent or program counter), without
+    building either key."""
+    if x.agent != y.agent:
+        return x.agent < y.agent
+    if x.pc is not y.pc:
+        return _RANK[x.pc] < _RANK[y.pc]
+    return _proc_key(x) < _proc_key(y)
+
+
 def canonical(st: State) -> State:
     """The representative of st's orbit under permutations of its processes *within
     one role*: the processes of each role sorted among the places that role holds
@@ -79,7 +90,7 @@ def canonical(st: State) -> State:
         return st
     if len(procs) == 2:  # the common case, as `sorted` (stable) orders it
         a, b = procs
-        if a.role is b.role and _proc_key(b) < _proc_key(a):
+        if a.role is b.role and _proc_before(b, a):
             return st._replace(procs=(b, a))
         return st
     if len({p.role for p in procs}) == len(procs):  # one process per role: nothing to sort
@@ -178,7 +189,16 @@ def _explore(
     # read (`ghost_key`) and `split` numbers the state by that first state's number and
     # its reading. A state whose value is new is new whatever its history says, and most
     # are (SPEC §19, *Speed*). Without `ghost`, `index` alone is the table.
-    index: dict[State, int] = {init: 0}
+    # The first level is keyed not on the state but on its *key*: each record of the state
+    # (agent, process, the set in flight, the budget) by its number in a table of the
+    # distinct records seen (`_numbered`), equal records one number (`==` ignores the
+    # ghost). A successor shares most records with the state it came from, as the same
+    # objects: those take the parent's numbers at once (`_key`), so only the records a
+    # step replaced are hashed, where keying on the state would hash all of it again on
+    # every edge (SPEC §19, *Speed*). Two states have one key exactly when they are equal.
+    numbers: list[dict[object, object]] = [{}, {}, {}, {}]
+    keys: list[tuple[object, ...]] = [_key(init, None, (), numbers)]
+    index: dict[tuple[object, ...], int] = {keys[0]: 0}
     split: dict[tuple[int, tuple[object, ...]], int] = {}
     read: set[int] = set()  # the first states whose reading is in `split`
     states: list[State] = [init]
@@ -204,13 +224,15 @@ def _explore(
             break
         k = frontier.popleft()
         st = states[k]
+        stkey = keys[k]
         for step, nxt in successors(st, prof, scope):
             edges += 1
             if observe is not None:
                 observe(st, step, nxt)
             post = canon(nxt)
             n = len(states)
-            j = index.setdefault(post, n)
+            key = _key(post, st, stkey, numbers)
+            j = index.setdefault(key, n)
             if ghost and j != n:
                 if j not in read:
                     read.add(j)
@@ -226,6 +248,7 @@ def _explore(
                             [*_path(k, states, parent, via), (step, nxt)], canon)
             if j == n:
                 states.append(nxt)
+                keys.append(key)
                 parent.append(k)
                 via.append(step)
                 depth.append(depth[k] + 1)
@@ -253,6 +276,53 @@ def _explore(
             full = _concrete(init, prof, scope, trace + loop, canon)
             found["I-13"] = Violation("I-13", init, full, len(loop))
     return Result(len(states), edges, time.perf_counter() - t0, found, complete)
+
+
+def _numbered(table: dict[object, object], record: object) -> object:
+    """The record's number in its table: the number of the first record equal to it
+    (typed `object`: the compiled model then passes the number on as it is, where an
+    `int` would be unboxed and boxed again at every step)."""
+    n = table.get(record)
+    if n is None:
+        n = table[record] = len(table)
+    return n
+
+
+def _key(st: State, pre: State | None, prekey: tuple[object, ...],
+         numbers: list[dict[object, object]]) -> tuple[object, ...]:
+    """st's key: the numbers of its agents, of its set in flight and budget, and of its
+    processes, in order (the agents are as many in every state of a search, so the
+    processes' numbers start at one place). A record that is the same object as one of
+    `pre`'s (the state st was reached from, whose key is `prekey`) takes that record's
+    number; any other is looked up in its table (`numbers`: agents, processes, sets in
+    flight, budgets)."""
+    agents, procs = st.agents, st.procs
+    na = len(agents)
+    out: list[object] = []
+    if pre is None:
+        for ag in agents:
+            out.append(_numbered(numbers[0], ag))
+        out.append(_numbered(numbers[2], st.in_flight))
+        out.append(_numbered(numbers[3], st.budget))
+        for p in procs:
+            out.append(_numbered(numbers[1], p))
+        return tuple(out)
+    before = pre.agents
+    for a in range(na):
+        ag = agents[a]
+        out.append(prekey[a] if ag is before[a] else _numbered(numbers[0], ag))
+    out.append(prekey[na] if st.in_flight is pre.in_flight
+               else _numbered(numbers[2], st.in_flight))
+    out.append(prekey[na + 1] if st.budget is pre.budget else _numbered(numbers[3], st.budget))
+    old = pre.procs
+    for p in procs:
+        m = 0
+        for q in old:
+            if q is p:
+                break
+            m += 1
+        out.append(prekey[na + 2 + m] if m < len(old) else _numbered(numbers[1], p))
+    return tuple(out)
 
 
 def _path(k: int, states: list[State], parent: list[int], via: list[Step | None]) -> Trace:

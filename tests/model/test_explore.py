@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from lernie_spec.check import Outcome, run
 from lernie_spec.coverage import Coverage
-from lernie_spec.explore import canonical, explore, sorted_form
+from lernie_spec.explore import _key, _proc_before, _proc_key, canonical, explore, sorted_form
 from lernie_spec.model import NOBODY, Profile, Scope, State, Step, initial, successors
 from lernie_spec.properties import (
     quiescent,
@@ -298,3 +298,38 @@ def test_speed_the_record_copies_agree_with_replace(record: str) -> None:
         assert got[k] is other[k] and got[:k] == rec[:k] and got[k + 1:] == rec[k + 1:]
         changed += got != rec
     assert changed == len(cls._fields) - (cls._fields[-1] == "history")
+
+
+def test_speed_two_processes_of_one_role_are_ordered_as_their_keys_are() -> None:
+    """`canonical`'s two-process order, read field by field, is the order of the whole
+    sort keys, on every pair of same-role processes of `races` and `dispatch`, in every
+    branch of the comparison (the agents differ, the counters differ, neither)."""
+    branches = {"agent": 0, "pc": 0, "rest": 0}
+    for name in ("races", "dispatch"):
+        procs = {p for st in _reachable(SCOPES[name].scope) for p in st.procs}
+        for x in procs:
+            for y in procs:
+                if x.role is not y.role:
+                    continue
+                assert _proc_before(x, y) == (_proc_key(x) < _proc_key(y)), (x, y)
+                branches["agent" if x.agent != y.agent else "pc" if x.pc is not y.pc
+                         else "rest"] += 1
+    assert all(branches.values()), branches
+
+
+def test_speed_the_search_keys_two_states_alike_exactly_when_they_are_equal() -> None:
+    """The explorer's table is keyed on each state's records by number (`_key`): a key
+    made from the state it came from (the records it shares taking that state's
+    numbers) is the key made from scratch, and two states of `races` share a key
+    exactly when they are equal (`==` ignores the ghost)."""
+    scope = SCOPES["races"].scope
+    numbers: list[dict[object, object]] = [{}, {}, {}, {}]
+    by_key: dict[tuple[object, ...], State] = {}
+    states = _reachable(scope)
+    for st in states:
+        key = _key(st, None, (), numbers)
+        assert by_key.setdefault(key, st) == st
+        for _, nxt in successors(st, Profile(), scope):
+            post = canonical(nxt)
+            assert _key(post, st, key, numbers) == _key(post, None, (), numbers)
+    assert len(by_key) == len(set(states))

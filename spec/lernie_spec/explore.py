@@ -349,27 +349,33 @@ def _find_lasso(
 ) -> tuple[int, list[int]] | None:
     """The shallowest node on a cycle of the graph and a shortest cycle through it."""
     # CSR adjacency
+    # (each count read and written back in two statements: the compiled model then adds
+    # machine integers, where `+=` on a list item is the generic object addition)
     start = [0] * (n + 1)
     for s in src:
-        start[s + 1] += 1
+        k = s + 1
+        start[k] = start[k] + 1
     for v in range(n):
-        start[v + 1] += start[v]
+        start[v + 1] = start[v + 1] + start[v]
     fill = start[:n]
     adj = [0] * len(src)
     for e in range(len(src)):
         s = src[e]
-        adj[fill[s]] = dst[e]
-        fill[s] += 1
+        f = fill[s]
+        adj[f] = dst[e]
+        fill[s] = f + 1
     comp = _tarjan(n, start, adj)
-    size: dict[int, int] = {}
+    size = [0] * n  # nodes per component (components are numbered below n)
     for c in comp:
-        size[c] = size.get(c, 0) + 1
+        size[c] = size[c] + 1
     # a node is on a cycle when its component has several nodes or it has a self-loop
-    big = {c for c, k in size.items() if k > 1}
-    loops = {src[e] for e in range(len(src)) if src[e] == dst[e]}
+    loops = bytearray(n)
+    for e in range(len(src)):
+        if src[e] == dst[e]:
+            loops[src[e]] = 1
     best = -1
     for v in range(n):
-        if (comp[v] in big or v in loops) and (best < 0 or depth[v] < depth[best]):
+        if (size[comp[v]] > 1 or loops[v]) and (best < 0 or depth[v] < depth[best]):
             best = v
     if best < 0:
         return None

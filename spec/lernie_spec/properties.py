@@ -1039,7 +1039,7 @@ class _Tables(NamedTuple):
     table: dict[tuple[object, ...], int]  # each distinct reading's number
 
 
-_MEMO: Final[dict[int, _Tables]] = {}
+_MEMO: Final[list[_Tables]] = []  # the tables of the search under way (one at a time)
 _GENERATION: Final = [0]
 
 
@@ -1059,12 +1059,14 @@ def _intern(table: dict[tuple[object, ...], int], key: tuple[object, ...]) -> in
 
 
 def _tables(scope: Scope) -> _Tables:
-    memo = _MEMO.get(id(scope))
-    if memo is None or memo.scope is not scope:
-        _MEMO.clear()  # one search at a time: the table of the last scope is enough
-        _GENERATION[0] += 1
-        memo = _MEMO[id(scope)] = _Tables(scope, _GENERATION[0],
-                                          [{} for _ in scope.initial], {})
+    if _MEMO:
+        memo = _MEMO[0]
+        if memo.scope is scope:
+            return memo
+    _MEMO.clear()  # one search at a time: the table of the last scope is enough
+    _GENERATION[0] += 1
+    memo = _Tables(scope, _GENERATION[0], [{} for _ in scope.initial], {})
+    _MEMO.append(memo)
     return memo
 
 

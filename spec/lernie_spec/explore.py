@@ -33,6 +33,7 @@ from lernie_spec.model import Pc, Proc, Profile, Role, Scope, State, Step, initi
 from lernie_spec.properties import (
     forget_ghost_keys,
     ghost_key,
+    number_in,
     state_violations,
     step_violations,
 )
@@ -191,14 +192,14 @@ def _explore(
     # are (SPEC §19, *Speed*). Without `ghost`, `index` alone is the table.
     # The first level is keyed not on the state but on its *key*: each record of the state
     # (agent, process, the set in flight, the budget) by its number in a table of the
-    # distinct records seen (`_numbered`), equal records one number (`==` ignores the
+    # distinct records seen (`properties.number_in`), equal records one number (`==` ignores the
     # ghost). A successor shares most records with the state it came from, as the same
     # objects: those take the parent's numbers at once (`_key`), so only the records a
     # step replaced are hashed, where keying on the state would hash all of it again on
     # every edge (SPEC §19, *Speed*). Two states have one key exactly when they are equal.
-    numbers: list[dict[object, object]] = [{}, {}, {}, {}]
-    keys: list[tuple[object, ...]] = [_key(init, None, (), numbers)]
-    index: dict[tuple[object, ...], int] = {keys[0]: 0}
+    numbers: list[dict[object, int]] = [{}, {}, {}, {}]
+    keys: list[tuple[int, ...]] = [_key(init, None, (), numbers)]
+    index: dict[tuple[int, ...], int] = {keys[0]: 0}
     split: dict[tuple[int, tuple[object, ...]], int] = {}
     read: set[int] = set()  # the first states whose reading is in `split`
     states: list[State] = [init]
@@ -278,50 +279,33 @@ def _explore(
     return Result(len(states), edges, time.perf_counter() - t0, found, complete)
 
 
-def _numbered(table: dict[object, object], record: object) -> object:
-    """The record's number in its table: the number of the first record equal to it
-    (typed `object`: the compiled model then passes the number on as it is, where an
-    `int` would be unboxed and boxed again at every step)."""
-    n = table.get(record)
-    if n is None:
-        n = table[record] = len(table)
-    return n
-
-
-def _key(st: State, pre: State | None, prekey: tuple[object, ...],
-         numbers: list[dict[object, object]]) -> tuple[object, ...]:
+def _key(st: State, pre: State | None, prekey: tuple[int, ...],
+         numbers: list[dict[object, int]]) -> tuple[int, ...]:
     """st's key: the numbers of its agents, of its set in flight and budget, and of its
     processes, in order (the agents are as many in every state of a search, so the
     processes' numbers start at one place). A record that is the same object as one of
     `pre`'s (the state st was reached from, whose key is `prekey`) takes that record's
     number; any other is looked up in its table (`numbers`: agents, processes, sets in
     flight, budgets)."""
-    agents, procs = st.agents, st.procs
+    agents = st.agents
     na = len(agents)
-    out: list[object] = []
-    if pre is None:
-        for ag in agents:
-            out.append(_numbered(numbers[0], ag))
-        out.append(_numbered(numbers[2], st.in_flight))
-        out.append(_numbered(numbers[3], st.budget))
-        for p in procs:
-            out.append(_numbered(numbers[1], p))
-        return tuple(out)
-    before = pre.agents
+    out: list[int] = []
     for a in range(na):
         ag = agents[a]
-        out.append(prekey[a] if ag is before[a] else _numbered(numbers[0], ag))
-    out.append(prekey[na] if st.in_flight is pre.in_flight
-               else _numbered(numbers[2], st.in_flight))
-    out.append(prekey[na + 1] if st.budget is pre.budget else _numbered(numbers[3], st.budget))
-    old = pre.procs
-    for p in procs:
+        out.append(prekey[a] if pre is not None and ag is pre.agents[a]
+                   else number_in(numbers[0], ag))
+    out.append(prekey[na] if pre is not None and st.in_flight is pre.in_flight
+               else number_in(numbers[2], st.in_flight))
+    out.append(prekey[na + 1] if pre is not None and st.budget is pre.budget
+               else number_in(numbers[3], st.budget))
+    old = pre.procs if pre is not None else ()
+    for p in st.procs:
         m = 0
         for q in old:
             if q is p:
                 break
             m += 1
-        out.append(prekey[na + 2 + m] if m < len(old) else _numbered(numbers[1], p))
+        out.append(prekey[na + 2 + m] if m < len(old) else number_in(numbers[1], p))
     return tuple(out)
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from typing import Final, NamedTuple
+from typing import Final, NamedTuple, TypeVar
 
 from lernie_spec.model import (
     DIED,
@@ -1039,6 +1039,8 @@ class _Tables(NamedTuple):
     table: dict[tuple[object, ...], int]  # each distinct reading's number
 
 
+K = TypeVar("K")
+
 _MEMO: Final[list[_Tables]] = []  # the tables of the search under way (one at a time)
 _GENERATION: Final = [0]
 
@@ -1049,9 +1051,9 @@ def forget_ghost_keys() -> None:
     _MEMO.clear()
 
 
-def _intern(table: dict[tuple[object, ...], int], key: tuple[object, ...]) -> int:
-    """A small number per distinct key: the explorer hashes the state with it on every
-    edge, and a number hashes at once where the nested key would be walked."""
+def number_in(table: dict[K, int], key: K) -> int:
+    """A small number per distinct key (the next one for a key not seen before): the
+    explorer hashes and compares numbers at once where the nested key would be walked."""
     n = table.get(key)
     if n is None:
         n = table[key] = len(table)
@@ -1084,7 +1086,7 @@ def ghost_key(st: State, scope: Scope) -> tuple[object, ...]:
             h = g.value
             kk = known[a].get(h)
             if kk is None:
-                kk = known[a][h] = _intern(table, _agent_key(h, a, scope))
+                kk = known[a][h] = number_in(table, _agent_key(h, a, scope))
             k = g.key = (a, gen, kk)
         out.append(k[2])
     procs = st.procs
@@ -1093,7 +1095,7 @@ def ghost_key(st: State, scope: Scope) -> tuple[object, ...]:
         gp: Ghost[ProcHistory] = p.history
         kp = gp.key
         if kp is None or kp[0] != p.agent or kp[1] != gen:
-            kp = gp.key = (p.agent, gen, _intern(table, _proc_key(p, scope)))
+            kp = gp.key = (p.agent, gen, number_in(table, _proc_key(p, scope)))
         keys.append(kp[2])
     # Processes equal in every field (`==` ignores the ghost) are interchangeable: their
     # keys are sorted among their places, so the order they were listed in never splits

@@ -323,8 +323,8 @@ def test_speed_the_search_keys_two_states_alike_exactly_when_they_are_equal() ->
     numbers) is the key made from scratch, and two states of `races` share a key
     exactly when they are equal (`==` ignores the ghost)."""
     scope = SCOPES["races"].scope
-    numbers: list[dict[object, object]] = [{}, {}, {}, {}]
-    by_key: dict[tuple[object, ...], State] = {}
+    numbers: list[dict[object, int]] = [{}, {}, {}, {}]
+    by_key: dict[tuple[int, ...], State] = {}
     states = _reachable(scope)
     for st in states:
         key = _key(st, None, (), numbers)

@@ -206,7 +206,9 @@ def _explore(
     parent: list[int] = [-1]
     via: list[Step | None] = [None]
     depth: list[int] = [0]
-    src: list[int] = []
+    # the graph for the liveness check, by source: states are expanded in the order of
+    # their numbers, so the edges of state k are dst[out_at[k]:out_at[k + 1]] as they come
+    out_at: list[int] = []
     dst: list[int] = []
     found: dict[str, Violation] = {}
     edges = 0
@@ -226,6 +228,9 @@ def _explore(
         k = frontier.popleft()
         st = states[k]
         stkey = keys[k]
+        if liveness:
+            while len(out_at) <= k:  # states before k that were not expanded: no edges
+                out_at.append(len(dst))
         for step, nxt in successors(st, prof, scope):
             edges += 1
             if observe is not None:
@@ -233,7 +238,13 @@ def _explore(
             post = canon(nxt)
             n = len(states)
             key = _key(post, st, stkey, numbers)
-            j = index.setdefault(key, n)
+            # (looked up, then stored when new: the compiled model makes no int object
+            # for n on the edges, most of them, that reach a state already numbered)
+            seen = index.get(key)
+            if seen is None:
+                index[key] = j = n
+            else:
+                j = seen
             if ghost and j != n:
                 if j not in read:
                     read.add(j)
@@ -266,10 +277,11 @@ def _explore(
                     next_tick += 50_000
                     progress(j, time.perf_counter() - t0)
             if liveness and not step.external:
-                src.append(k)
                 dst.append(j)
     if liveness and complete and "I-13" not in found:
-        lasso = _find_lasso(len(states), src, dst, depth)
+        while len(out_at) <= len(states):
+            out_at.append(len(dst))
+        lasso = _find_lasso(len(states), out_at, dst, depth)
         if lasso is not None:
             node, cycle = lasso
             trace = _path(node, states, parent, via)
@@ -329,34 +341,20 @@ def _record(found: dict[str, Violation], inv: str, init: State, prof: Profile, s
 
 
 def _find_lasso(
-    n: int, src: list[int], dst: list[int], depth: list[int]
+    n: int, start: list[int], adj: list[int], depth: list[int]
 ) -> tuple[int, list[int]] | None:
-    """The shallowest node on a cycle of the graph and a shortest cycle through it."""
-    # CSR adjacency
-    # (each count read and written back in two statements: the compiled model then adds
-    # machine integers, where `+=` on a list item is the generic object addition)
-    start = [0] * (n + 1)
-    for s in src:
-        k = s + 1
-        start[k] = start[k] + 1
-    for v in range(n):
-        start[v + 1] = start[v + 1] + start[v]
-    fill = start[:n]
-    adj = [0] * len(src)
-    for e in range(len(src)):
-        s = src[e]
-        f = fill[s]
-        adj[f] = dst[e]
-        fill[s] = f + 1
+    """The shallowest node on a cycle of the graph and a shortest cycle through it. The
+    graph: node v's edges lead to adj[start[v]:start[v + 1]]."""
     comp = _tarjan(n, start, adj)
     size = [0] * n  # nodes per component (components are numbered below n)
     for c in comp:
         size[c] = size[c] + 1
     # a node is on a cycle when its component has several nodes or it has a self-loop
     loops = bytearray(n)
-    for e in range(len(src)):
-        if src[e] == dst[e]:
-            loops[src[e]] = 1
+    for v in range(n):
+        for e in range(start[v], start[v + 1]):
+            if adj[e] == v:
+                loops[v] = 1
     best = -1
     for v in range(n):
         if (size[comp[v]] > 1 or loops[v]) and (best < 0 or depth[v] < depth[best]):

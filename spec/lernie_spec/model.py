@@ -398,6 +398,27 @@ class Step(NamedTuple):
 
 Succ = list[tuple[Step, State]]
 
+# The records the transitions build on every step, as `Final` names: the compiled model
+# reads a `Final` name from a C static, where a class's own name is looked up in the
+# module's dictionary each time a record is built.
+_AGENT: Final = Agent
+_PROC: Final = Proc
+_STATE: Final = State
+_BUDGET: Final = Budget
+_STEP: Final = Step
+_AGENT_HISTORY: Final = AgentHistory
+_PROC_HISTORY: Final = ProcHistory
+_DEATH: Final = Death
+_ENTRY: Final = Entry
+_DEP: Final = Dep
+_FILE: Final = File
+_PUBLICATION: Final = Publication
+# records that every step of their kind builds alike, built once
+_FINAL_ENTRY: Final = Entry(EntryKind.MODEL)  # a model entry without a tool use
+_STEP_ENTRY: Final = Entry(EntryKind.MODEL, tool_uses=1)
+_TOOL_RESULT_ENTRY: Final = Entry(EntryKind.TOOL_RESULT)
+_DRIVER_AT_START: Final = Proc(Role.DRIVER, NOBODY, Pc.START, lease=True)  # its agent set
+
 
 def _step(rule: str, actor: int, text: str, action: Action, external: bool = False,
           launched: tuple[int, ...] = (), funding: Funding | None = None,
@@ -405,7 +426,7 @@ def _step(rule: str, actor: int, text: str, action: Action, external: bool = Fal
     """`Step(...)` as the transitions build one on every edge: the same fields and
     defaults, without NamedTuple's generated `__new__` (Python code even in the compiled
     model, and slowest with keywords). tests/model/test_explore.py checks it agrees."""
-    return _new(Step, (rule, actor, text, action, external, launched, funding, also,
+    return _new(_STEP, (rule, actor, text, action, external, launched, funding, also,
                        target))
 
 
@@ -431,8 +452,10 @@ for _cls in (Agent, Proc, State, Budget, Step, AgentHistory, ProcHistory):
 # function per record with every field as an optional keyword (None: keep), so that a
 # field's name and type are checked where it is written, and the compiled model makes a
 # direct call that builds the new record at once (NamedTuple's `_replace` is a method
-# call with a dictionary of keywords: it took a seventh of the explorer's time).
-# tests/model/test_explore.py checks each takes exactly its record's fields.
+# call with a dictionary of keywords: it took a seventh of the explorer's time). A kept
+# field is read through `v`, the record as a plain tuple of objects, so that the compiled
+# model passes it on as stored instead of unboxing an int or a bool and boxing it again.
+# tests/model/test_explore.py checks each takes exactly its record's fields, in order.
 
 def agent_with(
         ag: Agent, *,
@@ -455,25 +478,26 @@ def agent_with(
         published_at_tip: bool | None = None,
         history: Ghost[AgentHistory] | None = None,
 ) -> Agent:
-    return _new(Agent, (
-        ag.exists if exists is None else exists,
-        ag.inbox if inbox is None else inbox,
-        ag.last_prompter if last_prompter is None else last_prompter,
-        ag.answered if answered is None else answered,
-        ag.asked_since_answer if asked_since_answer is None else asked_since_answer,
-        ag.owed_at_answer if owed_at_answer is None else owed_at_answer,
-        ag.call_due if call_due is None else call_due,
-        ag.window if window is None else window,
-        ag.uncommitted if uncommitted is None else uncommitted,
-        ag.returned_at_tip if returned_at_tip is None else returned_at_tip,
-        ag.parked_at_tip if parked_at_tip is None else parked_at_tip,
-        ag.pending_launches if pending_launches is None else pending_launches,
-        ag.forked_holder if forked_holder is None else forked_holder,
-        ag.stray_final if stray_final is None else stray_final,
-        ag.stray_step if stray_step is None else stray_step,
-        ag.revivals if revivals is None else revivals,
-        ag.published_at_tip if published_at_tip is None else published_at_tip,
-        ag.history if history is None else history,
+    v: tuple[object, ...] = ag
+    return _new(_AGENT, (
+        v[0] if exists is None else exists,
+        v[1] if inbox is None else inbox,
+        v[2] if last_prompter is None else last_prompter,
+        v[3] if answered is None else answered,
+        v[4] if asked_since_answer is None else asked_since_answer,
+        v[5] if owed_at_answer is None else owed_at_answer,
+        v[6] if call_due is None else call_due,
+        v[7] if window is None else window,
+        v[8] if uncommitted is None else uncommitted,
+        v[9] if returned_at_tip is None else returned_at_tip,
+        v[10] if parked_at_tip is None else parked_at_tip,
+        v[11] if pending_launches is None else pending_launches,
+        v[12] if forked_holder is None else forked_holder,
+        v[13] if stray_final is None else stray_final,
+        v[14] if stray_step is None else stray_step,
+        v[15] if revivals is None else revivals,
+        v[16] if published_at_tip is None else published_at_tip,
+        v[17] if history is None else history,
     ))
 
 def proc_with(
@@ -495,23 +519,24 @@ def proc_with(
         recovered_final: bool | None = None,
         history: Ghost[ProcHistory] | None = None,
 ) -> Proc:
-    return _new(Proc, (
-        p.role if role is None else role,
-        p.agent if agent is None else agent,
-        p.pc if pc is None else pc,
-        p.lease if lease is None else lease,
-        p.probe_on if probe_on is None else probe_on,
-        p.target if target is None else target,
-        p.sender if sender is None else sender,
-        p.deposit_kind if deposit_kind is None else deposit_kind,
-        p.number if number is None else number,
-        p.listing if listing is None else listing,
-        p.epitaph if epitaph is None else epitaph,
-        p.recipient if recipient is None else recipient,
-        p.stop_flag if stop_flag is None else stop_flag,
-        p.tool if tool is None else tool,
-        p.recovered_final if recovered_final is None else recovered_final,
-        p.history if history is None else history,
+    v: tuple[object, ...] = p
+    return _new(_PROC, (
+        v[0] if role is None else role,
+        v[1] if agent is None else agent,
+        v[2] if pc is None else pc,
+        v[3] if lease is None else lease,
+        v[4] if probe_on is None else probe_on,
+        v[5] if target is None else target,
+        v[6] if sender is None else sender,
+        v[7] if deposit_kind is None else deposit_kind,
+        v[8] if number is None else number,
+        v[9] if listing is None else listing,
+        v[10] if epitaph is None else epitaph,
+        v[11] if recipient is None else recipient,
+        v[12] if stop_flag is None else stop_flag,
+        v[13] if tool is None else tool,
+        v[14] if recovered_final is None else recovered_final,
+        v[15] if history is None else history,
     ))
 
 def state_with(
@@ -521,11 +546,12 @@ def state_with(
         in_flight: tuple[Dep, ...] | None = None,
         budget: Budget | None = None,
 ) -> State:
-    return _new(State, (
-        st.agents if agents is None else agents,
-        st.procs if procs is None else procs,
-        st.in_flight if in_flight is None else in_flight,
-        st.budget if budget is None else budget,
+    v: tuple[object, ...] = st
+    return _new(_STATE, (
+        v[0] if agents is None else agents,
+        v[1] if procs is None else procs,
+        v[2] if in_flight is None else in_flight,
+        v[3] if budget is None else budget,
     ))
 
 def budget_with(
@@ -540,16 +566,17 @@ def budget_with(
         exhaust: int | None = None,
         errors: int | None = None,
 ) -> Budget:
-    return _new(Budget, (
-        b.messages if messages is None else messages,
-        b.advances if advances is None else advances,
-        b.stops if stops is None else stops,
-        b.scans if scans is None else scans,
-        b.crashes if crashes is None else crashes,
-        b.tools if tools is None else tools,
-        b.sends if sends is None else sends,
-        b.exhaust if exhaust is None else exhaust,
-        b.errors if errors is None else errors,
+    v: tuple[object, ...] = b
+    return _new(_BUDGET, (
+        v[0] if messages is None else messages,
+        v[1] if advances is None else advances,
+        v[2] if stops is None else stops,
+        v[3] if scans is None else scans,
+        v[4] if crashes is None else crashes,
+        v[5] if tools is None else tools,
+        v[6] if sends is None else sends,
+        v[7] if exhaust is None else exhaust,
+        v[8] if errors is None else errors,
     ))
 
 
@@ -610,7 +637,7 @@ def _put(st: State, i: int, p: Proc | None, agents: tuple[Agent, ...] | None = N
         del procs[i]
     # State(...) without NamedTuple's generated `__new__` (Python code even in the
     # compiled model, and run on almost every step): the same four fields, in order
-    return _new(State, (st.agents if agents is None else agents, tuple(procs),
+    return _new(_STATE, (st.agents if agents is None else agents, tuple(procs),
                         st.in_flight if in_flight is None else in_flight,
                         st.budget if budget is None else budget))
 
@@ -635,9 +662,10 @@ def _flight_remove(deps: tuple[Dep, ...], d: Dep) -> tuple[Dep, ...]:
 # Written by the transitions, read only by the invariants and the coverage.
 
 
-# The ghost history is written on almost every step: `_ah` and `_ph` copy an agent or a
-# process with its history's named fields replaced, in one typed call (as `agent_with`
-# below, whose note says why).
+# The ghost history is written on almost every step: `_ah` and `_ph` copy an agent's or
+# a process's history with the named fields replaced, in one typed call (as `agent_with`
+# above, whose note says why), for `agent_with(ag, ..., history=_ah(ag, ...))`: the
+# record and its history are copied once, whatever else the step changes in the record.
 
 def _ah(
         ag: Agent, *,
@@ -653,41 +681,22 @@ def _ah(
         received: int | None = None,
         deaths: tuple[Death, ...] | None = None,
         leases: tuple[str, ...] | None = None,
-) -> Agent:
-    h = ag.history.value
-    return _new(Agent, (
-        ag.exists,
-        ag.inbox,
-        ag.last_prompter,
-        ag.answered,
-        ag.asked_since_answer,
-        ag.owed_at_answer,
-        ag.call_due,
-        ag.window,
-        ag.uncommitted,
-        ag.returned_at_tip,
-        ag.parked_at_tip,
-        ag.pending_launches,
-        ag.forked_holder,
-        ag.stray_final,
-        ag.stray_step,
-        ag.revivals,
-        ag.published_at_tip,
-        Ghost(_new(AgentHistory, (
-            h.entries if entries is None else entries,
-            h.commits if commits is None else commits,
-            h.results if results is None else results,
-            h.parked_at if parked_at is None else parked_at,
-            h.unsynced if unsynced is None else unsynced,
-            h.revived_at if revived_at is None else revived_at,
-            h.parkings if parkings is None else parkings,
-            h.marked_at if marked_at is None else marked_at,
-            h.serials if serials is None else serials,
-            h.received if received is None else received,
-            h.deaths if deaths is None else deaths,
-            h.leases if leases is None else leases,
-        ))),
-    ))
+) -> Ghost[AgentHistory]:
+    h: tuple[object, ...] = ag.history.value
+    return Ghost(_new(_AGENT_HISTORY, (
+        h[0] if entries is None else entries,
+        h[1] if commits is None else commits,
+        h[2] if results is None else results,
+        h[3] if parked_at is None else parked_at,
+        h[4] if unsynced is None else unsynced,
+        h[5] if revived_at is None else revived_at,
+        h[6] if parkings is None else parkings,
+        h[7] if marked_at is None else marked_at,
+        h[8] if serials is None else serials,
+        h[9] if received is None else received,
+        h[10] if deaths is None else deaths,
+        h[11] if leases is None else leases,
+    )))
 
 def _ph(
         p: Proc, *,
@@ -701,49 +710,33 @@ def _ph(
         reread_saw: tuple[File, ...] | None = None,
         listing: tuple[File, ...] | None = None,
         moved: tuple[File, ...] | None = None,
-) -> Proc:
-    h = p.history.value
-    return _new(Proc, (
-        p.role,
-        p.agent,
-        p.pc,
-        p.lease,
-        p.probe_on,
-        p.target,
-        p.sender,
-        p.deposit_kind,
-        p.number,
-        p.listing,
-        p.epitaph,
-        p.recipient,
-        p.stop_flag,
-        p.tool,
-        p.recovered_final,
-        Ghost(_new(ProcHistory, (
-            h.published if published is None else published,
-            h.woke if woke is None else woke,
-            h.stop_requests if stop_requests is None else stop_requests,
-            h.launched if launched is None else launched,
-            h.committed_final if committed_final is None else committed_final,
-            h.parked_event if parked_event is None else parked_event,
-            h.released if released is None else released,
-            h.reread_saw if reread_saw is None else reread_saw,
-            h.listing if listing is None else listing,
-            h.moved if moved is None else moved,
-        ))),
-    ))
+) -> Ghost[ProcHistory]:
+    h: tuple[object, ...] = p.history.value
+    return Ghost(_new(_PROC_HISTORY, (
+        h[0] if published is None else published,
+        h[1] if woke is None else woke,
+        h[2] if stop_requests is None else stop_requests,
+        h[3] if launched is None else launched,
+        h[4] if committed_final is None else committed_final,
+        h[5] if parked_event is None else parked_event,
+        h[6] if released is None else released,
+        h[7] if reread_saw is None else reread_saw,
+        h[8] if listing is None else listing,
+        h[9] if moved is None else moved,
+    )))
 
 
 def _noted_entry(ag: Agent, e: Entry) -> Agent:
-    return _ah(ag, entries=(*ag.history.value.entries, e))
+    return agent_with(ag, history=_ah(ag, entries=(*ag.history.value.entries, e)))
 
 
 def _noted_commit(ag: Agent) -> Agent:
-    return _ah(ag, commits=ag.history.value.commits + 1)
+    return agent_with(ag, history=_ah(ag, commits=ag.history.value.commits + 1))
 
 
-def _noted_launch(p: Proc, a: int, why: Funding) -> Proc:
-    return _ph(p, launched=(*p.history.value.launched, (a, why)))
+def _noted_launch(p: Proc, a: int, why: Funding) -> tuple[tuple[int, Funding], ...]:
+    """p's history of launches with one more (for `_ph(p, launched=...)`)."""
+    return (*p.history.value.launched, (a, why))
 
 
 def _committed(ag: Agent) -> Agent:
@@ -756,7 +749,7 @@ def _committed(ag: Agent) -> Agent:
 
 def _marked(ag: Agent) -> Agent:
     """R-DEP-8: the returned mark moves to the tip (ghost: the tip it was set to)."""
-    return _ah(agent_with(ag, returned_at_tip=True), marked_at=ag.history.value.commits)
+    return agent_with(ag, returned_at_tip=True, history=_ah(ag, marked_at=ag.history.value.commits))
 
 
 def _received(ag: Agent, f: File, replaced: File | None = None) -> Agent:
@@ -770,16 +763,16 @@ def _received(ag: Agent, f: File, replaced: File | None = None) -> Agent:
         k = inbox.index(replaced)
         inbox = inbox[:k] + inbox[k + 1:]
         serials = serials[:k] + serials[k + 1:]
-    return _ah(agent_with(ag, inbox=(*inbox, f)), serials=(*serials, h.received),
-               received=h.received + 1)
+    return agent_with(ag, inbox=(*inbox, f),
+                      history=_ah(ag, serials=(*serials, h.received), received=h.received + 1))
 
 
 def _taken(ag: Agent, f: File) -> Agent:
     """File f leaves ag's inbox (moved into `messages/`)."""
     k = ag.inbox.index(f)
     h = ag.history.value
-    return _ah(agent_with(ag, inbox=ag.inbox[:k] + ag.inbox[k + 1:]),
-               serials=h.serials[:k] + h.serials[k + 1:])
+    return agent_with(ag, inbox=ag.inbox[:k] + ag.inbox[k + 1:],
+                      history=_ah(ag, serials=h.serials[:k] + h.serials[k + 1:]))
 
 
 def _noted_death(agents: tuple[Agent, ...], p: Proc) -> tuple[Agent, ...]:
@@ -792,9 +785,9 @@ def _noted_death(agents: tuple[Agent, ...], p: Proc) -> tuple[Agent, ...]:
             ah = ag.history.value
             # Death(...) without NamedTuple's generated constructor (as `_step`): a crash
             # is a successor of every process of almost every state
-            d = _new(Death, (p.role, p.agent, h.published, h.woke, ah.serials))
+            d = _new(_DEATH, (p.role, p.agent, h.published, h.woke, ah.serials))
             leases = (*ah.leases, "lost") if p.lease and p.agent == a else ah.leases
-            ag = _ah(ag, deaths=(*ah.deaths, d), leases=leases)
+            ag = agent_with(ag, history=_ah(ag, deaths=(*ah.deaths, d), leases=leases))
         out.append(ag)
     return tuple(out)
 
@@ -826,7 +819,7 @@ def _delivered(scope: Scope, ag: Agent, a: int, d: Dep) -> Agent:
         asked_since_answer=ag.asked_since_answer or asks,
         uncommitted=(*ag.uncommitted, d),
     )
-    return _noted_entry(ag, Entry(EntryKind.DELIVERED, d.sender, d.kind))
+    return _noted_entry(ag, _new(_ENTRY, (EntryKind.DELIVERED, d.sender, d.kind, 0)))
 
 
 def _terminal(ag: Agent, renamed_only: bool = False) -> Agent:
@@ -835,9 +828,9 @@ def _terminal(ag: Agent, renamed_only: bool = False) -> Agent:
     until then the tip (and so every mark at it) stays where it was."""
     ag = agent_with(ag, call_due=False, owed_at_answer=(not ag.answered) or ag.asked_since_answer,
                      answered=True, asked_since_answer=False)
-    ag = _noted_entry(ag, Entry(EntryKind.MODEL))
+    ag = _noted_entry(ag, _FINAL_ENTRY)
     if renamed_only:
-        return _ah(agent_with(ag, stray_final=True), unsynced=True)
+        return agent_with(ag, stray_final=True, history=_ah(ag, unsynced=True))
     return _committed(ag)
 
 
@@ -926,7 +919,7 @@ def deposit_publish(st: State, prof: Profile, scope: Scope, i: int, nxt: Pc) -> 
     else:
         old = next((f for f in ag.inbox if (f.sender, f.n) == (p.sender, n)), None)
         note = " REPLACING the file there" if old is not None else ""
-    f = File(p.sender, n, p.deposit_kind)
+    f = _new(_FILE, (p.sender, n, p.deposit_kind))
     agents = _set_agent(st, p.target, _received(ag, f, old))
     also: tuple[str, ...] = ("R-DEP-1", "R-DEP-12", "R-PROBE-2")
     split = False
@@ -936,17 +929,17 @@ def deposit_publish(st: State, prof: Profile, scope: Scope, i: int, nxt: Pc) -> 
         author = agent_with(agents[c], published_at_tip=True)
         author = author if split else _marked(author)
         h = author.history.value
-        author = _ah(author, results=(*h.results, Publication(
-            p.target, p.deposit_kind, h.commits, entries=len(h.entries))))
+        author = agent_with(author, history=_ah(author, results=(*h.results, _new(_PUBLICATION, (
+            p.target, p.deposit_kind, h.commits, False, len(h.entries))))))
         agents = (*agents[:c], author, *agents[c + 1 :])
         also += () if split else ("R-DEP-8",)
         if split:  # R-DEP-8 as its own step (R-SCAN-11: a kill may land between)
             nxt = Pc.RESULT_MARK if nxt is Pc.RELEASE_LEASE else Pc.LOST_MARK
-    in_flight = _flight_add(st.in_flight, Dep(p.target, p.sender, p.deposit_kind))
+    in_flight = _flight_add(st.in_flight, _new(_DEP, (p.target, p.sender, p.deposit_kind)))
     kind = "" if p.deposit_kind == PLAIN else f" [{p.deposit_kind}]"
     text = f"publish {name(p.target)}/{name(p.sender)}-{n:03d}{kind}{note}"
-    q = _ph(proc_with(p, pc=nxt, number=0, deposit_kind=PLAIN),
-            published=(*p.history.value.published, (p.target, p.deposit_kind)))
+    q = proc_with(p, pc=nxt, number=0, deposit_kind=PLAIN, history=_ph(
+        p, published=(*p.history.value.published, (p.target, p.deposit_kind))))
     return [(_step("R-DEP-6", i, text, Action.PUBLISH, also=also),
              _put(st, i, q, agents=agents, in_flight=in_flight))]
 
@@ -955,7 +948,7 @@ def probe_acquire(st: State, prof: Profile, scope: Scope, i: int, nxt: Pc, busy:
     """R-PROBE-1 try-acquire the target's lock; busy means someone drives it."""
     p = st.procs[i]
     if locked(st, p.target):
-        q = _ph(proc_with(p, pc=busy), woke=(*p.history.value.woke, p.target))
+        q = proc_with(p, pc=busy, history=_ph(p, woke=(*p.history.value.woke, p.target)))
         return [(_step("R-PROBE-1", i, f"probe {name(p.target)}: BUSY", Action.PROBE,
                       also=("R-LOCK-1",), target=p.target), _put(st, i, q))]
     return [(_step("R-PROBE-1", i, f"probe {name(p.target)}: acquired", Action.PROBE,
@@ -969,8 +962,8 @@ def probe_release_launch(st: State, prof: Profile, scope: Scope, i: int, nxt: Pc
     the writer held the lock for this one step only (R-PROBE-3)."""
     p = st.procs[i]
     t = p.target
-    q = _noted_launch(proc_with(p, pc=nxt, probe_on=NOBODY), t, why)
-    q = _ph(q, woke=(*q.history.value.woke, t))
+    q = proc_with(p, pc=nxt, probe_on=NOBODY, history=_ph(
+        p, launched=_noted_launch(p, t, why), woke=(*p.history.value.woke, t)))
     s = _put(st, i, q, agents=_launch(st, scope, t))
     return [(_step("R-LAUNCH-1", i, f"release {name(t)}, launch driver",
                   Action.PROBE_RELEASE_LAUNCH, launched=(t,), funding=why,
@@ -1004,9 +997,9 @@ def _start(st: State, prof: Profile, scope: Scope, a: int, who: str) -> Succ:
     the lease, R-SCAN-11 repairs a returned mark a kill left behind."""
     if locked(st, a):
         return [(_step("R-STEP-1", -1, f"{who} {name(a)}: busy, exit 0", Action.DRIVER_START), st)]
-    d = Proc(Role.DRIVER, a, Pc.START, lease=True)
+    d = proc_with(_DRIVER_AT_START, agent=a)
     ag = st.agents[a]
-    ag = _ah(ag, leases=(*ag.history.value.leases, "taken"))
+    ag = agent_with(ag, history=_ah(ag, leases=(*ag.history.value.leases, "taken")))
     s = state_with(st, procs=(*st.procs, d), agents=_set_agent(st, a, ag))
     also: tuple[str, ...] = ()
     if ag.published_at_tip and not ag.returned_at_tip:
@@ -1073,7 +1066,7 @@ def recover_stray(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     ag2 = _committed(agent_with(ag, uncommitted=(), stray_final=False, stray_step=False))
     also: tuple[str, ...] = ()
     if ag.stray_final:
-        ag2 = _ah(ag2, unsynced=False)
+        ag2 = agent_with(ag2, history=_ah(ag2, unsynced=False))
         p = proc_with(p, recovered_final=True)
         also = ("R-DRAIN-8",)
     s = state_with(st, agents=_set_agent(st, p.agent, ag2), in_flight=in_flight)
@@ -1116,7 +1109,7 @@ def settle_window(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     are killed first (R-TOOL-7: processes are not protocol state, so that is all)."""
     p = st.procs[i]
     ag = agent_with(st.agents[p.agent], window=Window.CLOSED, call_due=True)
-    ag = _executor_entry(ag, Entry(EntryKind.TOOL_RESULT), scope.split_commit)
+    ag = _executor_entry(ag, _TOOL_RESULT_ENTRY, scope.split_commit)
     s = state_with(st, agents=_set_agent(st, p.agent, ag))
     q = proc_with(p, pc=Pc.COMMIT_STEP) if scope.split_commit else _hop_start(s, prof, scope, p)
     return [(_step("R-STEP-2", i, "settle orphan tool_use", Action.SETTLE_WINDOW,
@@ -1133,7 +1126,7 @@ def drain_list(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     plain = [(f.sender, f.n) for f in inbox if not own_child_result(scope, a, f)]
     res = [(f.sender, f.n) for f in inbox if own_child_result(scope, a, f)]
     q = tuple(plain + res)
-    p = _ph(p, listing=inbox, moved=())
+    p = proc_with(p, history=_ph(p, listing=inbox, moved=()))
     also = ("R-DRAIN-1", "R-DEP-11", "R-STEP-3") + (("R-DEP-10",) if res else ())
     if not q:
         return [(_step("R-DRAIN-3", i, "list inbox: empty", Action.LIST_INBOX, also=also),
@@ -1155,11 +1148,12 @@ def drain_move(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
         q = proc_with(q, pc=Pc.MOVE_DEPOSIT) if rest else _warrant(st, prof, scope, q)
         return [(_step("R-DRAIN-4", i, f"{name(snd)}-{n:03d} gone", Action.MOVE_DEPOSIT),
                  _put(st, i, q))]
-    d = Dep(a, f.sender, f.kind)
+    d = _new(_DEP, (a, f.sender, f.kind))
     ag2 = _delivered(scope, _taken(ag, f), a, d)
     s = state_with(st, agents=_set_agent(st, a, ag2))
     kind = "" if f.kind == PLAIN else f" [{f.kind}]"
-    q = _ph(proc_with(p, pc=Pc.COMMIT_ENTRY, listing=rest), moved=(*p.history.value.moved, f))
+    q = proc_with(p, pc=Pc.COMMIT_ENTRY, listing=rest,
+                  history=_ph(p, moved=(*p.history.value.moved, f)))
     return [(_step("R-DRAIN-4", i, f"move {name(snd)}-{n:03d}{kind} into messages/",
                   Action.MOVE_DEPOSIT, also=("R-ADDR-2", "R-DEBT-1", "R-DEBT-3")),
              _put(s, i, q))]
@@ -1191,10 +1185,10 @@ def _warrant(st: State, prof: Profile, scope: Scope, p: Proc) -> Proc:
         # protocol yet and no reply was sent for it: run that protocol now.
         r = recipient_final(prof, scope, ag, p.agent)
         r = r if r != NOBODY and st.agents[r].exists else NOBODY
-        q = proc_with(p, epitaph=FINAL, recipient=r, target=r, sender=p.agent,
-                       deposit_kind=FINAL, recovered_final=False,
-                       pc=Pc.RESULT_LIST_INBOX if r != NOBODY else Pc.RELEASE_LEASE)
-        return _ph(q, committed_final=len(ag.history.value.entries) - 1)
+        return proc_with(p, epitaph=FINAL, recipient=r, target=r, sender=p.agent,
+                         deposit_kind=FINAL, recovered_final=False,
+                         pc=Pc.RESULT_LIST_INBOX if r != NOBODY else Pc.RELEASE_LEASE,
+                         history=_ph(p, committed_final=len(ag.history.value.entries) - 1))
     return proc_with(p, pc=Pc.RELEASE_LEASE)
 
 
@@ -1233,9 +1227,9 @@ def model_step(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     s = state_with(st, agents=_set_agent(st, a, ag2))
     r = recipient_final(prof, scope, ag2, a)
     after = Pc.RESULT_LIST_INBOX if r != NOBODY else Pc.RELEASE_LEASE
-    q = _ph(proc_with(p, epitaph=FINAL, recipient=r, target=r, sender=a, deposit_kind=FINAL,
-                       pc=Pc.COMMIT_FINAL if split else after),
-            committed_final=len(ag2.history.value.entries) - 1)
+    q = proc_with(p, epitaph=FINAL, recipient=r, target=r, sender=a, deposit_kind=FINAL,
+                  pc=Pc.COMMIT_FINAL if split else after,
+                  history=_ph(p, committed_final=len(ag2.history.value.entries) - 1))
     out.append((_step("R-TERM-1", i, f"model: terminal response (reply to {name(r)})",
                      Action.MODEL_FINAL, also=("R-ADDR-3", "R-DEBT-2", "R-DEBT-4", "R-STEP-4")),
                 _put(s, i, q)))
@@ -1244,7 +1238,7 @@ def model_step(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     # a tool-calling entry: committed with its rename, or (split) committed by the
     # next step, `commit_step`, which then runs the tool (`_after_commit`)
     tw = _executor_entry(agent_with(ag, call_due=False, window=Window.OPEN),
-                         Entry(EntryKind.MODEL, tool_uses=1), split)
+                         _STEP_ENTRY, split)
     run = Pc.COMMIT_STEP if split else Pc.TOOL_RESULT
     if b.tools:
         s = state_with(st, agents=_set_agent(st, a, tw), budget=budget_with(b, tools=b.tools - 1))
@@ -1253,7 +1247,7 @@ def model_step(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
                     _put(s, i, proc_with(p, pc=run, tool="noop"))))
         if b.crashes and not split:
             out += _step_then_crash(s, i, "model: tool_use renamed; CRASH before its commit",
-                                    Entry(EntryKind.MODEL, tool_uses=1), agent_with(ag,
+                                    _STEP_ENTRY, agent_with(ag,
                                         call_due=False, window=Window.OPEN))
     run = Pc.COMMIT_STEP if split else Pc.TOOL_LIST_INBOX
     if b.sends:
@@ -1305,7 +1299,8 @@ def commit_final(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     protocol (R-TERM-2)."""
     p = st.procs[i]
     ag = _committed(agent_with(st.agents[p.agent], stray_final=False))
-    s = state_with(st, agents=_set_agent(st, p.agent, _ah(ag, unsynced=False)))
+    ag = agent_with(ag, history=_ah(ag, unsynced=False))
+    s = state_with(st, agents=_set_agent(st, p.agent, ag))
     q = proc_with(p, pc=Pc.RESULT_LIST_INBOX if p.recipient != NOBODY else Pc.RELEASE_LEASE)
     return [(_step("R-TR-3", i, "commit terminal entry", Action.COMMIT_FINAL), _put(s, i, q))]
 
@@ -1342,7 +1337,7 @@ def tool_result(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
         return _terminate(st, prof, scope, i, STOPPED, "stop flag in the tool window (left open)")
     split = scope.split_commit and not p.stop_flag
     ag0 = agent_with(st.agents[a], window=Window.CLOSED, call_due=True)
-    ag = _executor_entry(ag0, Entry(EntryKind.TOOL_RESULT), split)
+    ag = _executor_entry(ag0, _TOOL_RESULT_ENTRY, split)
     s = state_with(st, agents=_set_agent(st, a, ag))
     q = proc_with(p, tool="", target=NOBODY, sender=NOBODY, number=0)
     if p.stop_flag:
@@ -1354,7 +1349,7 @@ def tool_result(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
                        else _hop_start(s, prof, scope, q)))]
     if st.budget.crashes and not scope.split_commit:
         out += _step_then_crash(st, i, "tool result renamed; CRASH before its commit",
-                                Entry(EntryKind.TOOL_RESULT), ag0)
+                                _TOOL_RESULT_ENTRY, ag0)
     return out
 
 
@@ -1368,11 +1363,11 @@ def _terminate(st: State, prof: Profile, scope: Scope, i: int, ep: str, why: str
     r = NOBODY if repeated else parent_of(scope, p.agent)  # R-ADDR-1
     ag = agent_with(ag, parked_at_tip=True)
     h = ag.history.value
-    ag = _ah(ag, parked_at=h.commits, parkings=(*h.parkings, h.commits))
+    ag = agent_with(ag, history=_ah(ag, parked_at=h.commits, parkings=(*h.parkings, h.commits)))
     s = state_with(st, agents=_set_agent(st, p.agent, ag))
-    q = _ph(proc_with(p, epitaph=ep, recipient=r, target=r, sender=p.agent, deposit_kind=ep,
-                       tool="", pc=Pc.RESULT_LIST_INBOX if r != NOBODY else Pc.RELEASE_LEASE),
-            parked_event=True)
+    q = proc_with(p, epitaph=ep, recipient=r, target=r, sender=p.agent, deposit_kind=ep,
+                  tool="", pc=Pc.RESULT_LIST_INBOX if r != NOBODY else Pc.RELEASE_LEASE,
+                  history=_ph(p, parked_event=True))
     told = "already reported: no obituary" if repeated else f"obituary to {name(r)}"
     also = ("R-TERM-7", "R-TERM-4", "R-STEP-4") if repeated else (
         "R-ADDR-1", "R-TERM-4", "R-ID-1", "R-STEP-4")
@@ -1385,10 +1380,10 @@ def release(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     forked child may keep the lock a while). After it the process has no
     authority (R-TERM-5): only re-read, probes and launches remain."""
     p = st.procs[i]
-    q = _ph(proc_with(p, lease=False, pc=Pc.REREAD_INBOX if prof.release_rule
-                       else _after_reread(prof, p)), released=True)
+    q = proc_with(p, lease=False, pc=Pc.REREAD_INBOX if prof.release_rule
+                  else _after_reread(prof, p), history=_ph(p, released=True))
     own = st.agents[p.agent]
-    own = _ah(own, leases=(*own.history.value.leases, "released"))
+    own = agent_with(own, history=_ah(own, leases=(*own.history.value.leases, "released")))
     out: Succ = [(_step("R-LOCK-2", i, "release lease", Action.RELEASE_LEASE,
                        also=("R-TERM-2", "R-TERM-5")),
                   _put(st, i, q, agents=_set_agent(st, p.agent, own)))]
@@ -1414,7 +1409,7 @@ def reread(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     p = st.procs[i]
     seen = set(p.listing)
     inbox = st.agents[p.agent].inbox
-    p = _ph(p, reread_saw=inbox)
+    p = proc_with(p, history=_ph(p, reread_saw=inbox))
     owed = [f for f in inbox if (f.sender, f.n) not in seen and warrants(f)]
     if owed:
         q = proc_with(p, pc=Pc.RULE_PROBE, target=p.agent)
@@ -1452,7 +1447,8 @@ def self_launch(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     p = st.procs[i]
     nxt = Pc.REVIVAL_PROBE if p.recipient != NOBODY and prof.revival else Pc.DONE
     s = state_with(st, agents=_launch(st, scope, p.agent))
-    q = _noted_launch(proc_with(p, pc=nxt, target=p.recipient), p.agent, Funding.SELF_LAUNCH)
+    q = proc_with(p, pc=nxt, target=p.recipient, history=_ph(
+        p, launched=_noted_launch(p, p.agent, Funding.SELF_LAUNCH)))
     return [(_step("R-TERM-2", i, f"launch driver at {name(p.agent)} (self)", Action.SELF_LAUNCH,
                   launched=(p.agent,), funding=Funding.SELF_LAUNCH,
                   also=("R-TERM-3", "R-LAUNCH-1")), _put(s, i, q))]
@@ -1492,9 +1488,9 @@ def stop_agent(st: State, prof: Profile, scope: Scope) -> Succ:
         targets = {a}
         if prof.stop_cascade:
             targets = tree
-        procs = tuple(_ph(proc_with(p, stop_flag=p.stop_flag or (
-            p.role is Role.DRIVER and p.lease and p.agent in targets)),
-            stop_requests=(*p.history.value.stop_requests, a)) for p in st.procs)
+        procs = tuple(proc_with(p, stop_flag=p.stop_flag or (
+            p.role is Role.DRIVER and p.lease and p.agent in targets), history=_ph(
+                p, stop_requests=(*p.history.value.stop_requests, a))) for p in st.procs)
         s = state_with(st, procs=procs, budget=budget_with(b, stops=b.stops - 1))
         out.append((_step("R-STOP-1", -1, f"operator: lernie stop {name(a)}", Action.OPERATOR_STOP,
                          True, also=("R-STOP-3",) if len(targets) > 1 else (), target=a), s))
@@ -1523,12 +1519,12 @@ def ext_scan(st: State, prof: Profile, scope: Scope) -> Succ:
 def _result_by_sweep(agents: tuple[Agent, ...], c: int, to: int, kind: str) -> tuple[Agent, ...]:
     """Deposit a result into `to`'s inbox on c's behalf; the returned mark moves (R-DEP-8)."""
     rc = agents[to]
-    f = File(c, _free(rc, c), kind)
+    f = _new(_FILE, (c, _free(rc, c), kind))
     agents = (*agents[:to], _received(rc, f), *agents[to + 1:])
     author = _marked(agent_with(agents[c], published_at_tip=True))
     h = author.history.value
-    author = _ah(author, results=(*h.results, Publication(to, kind, h.commits, True,
-                                                          len(h.entries))))
+    author = agent_with(author, history=_ah(author, results=(*h.results, _new(_PUBLICATION, (
+        to, kind, h.commits, True, len(h.entries))))))
     return (*agents[:c], author, *agents[c + 1:])
 
 
@@ -1569,9 +1565,10 @@ def sweep(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
         if prof.scan_revival and not ag.inbox and revival_due(ag):
             if ag.revivals < REVIVE_LIMIT:
                 x = agents[c]
+                xh = x.history.value
                 x = agent_with(x, revivals=x.revivals + 1,
-                               pending_launches=min(scope.launch_cap, x.pending_launches + 1))
-                x = _ah(x, revived_at=(*x.history.value.revived_at, x.history.value.commits))
+                               pending_launches=min(scope.launch_cap, x.pending_launches + 1),
+                               history=_ah(x, revived_at=(*xh.revived_at, xh.commits)))
                 agents = (*agents[:c], x, *agents[c + 1:])
                 revived.append(c)
             else:
@@ -1588,7 +1585,7 @@ def sweep(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
             if par == NOBODY or not agents[par].exists:
                 continue
             agents = _result_by_sweep(agents, c, par, DIED)
-            in_flight = _flight_add(in_flight, Dep(par, c, DIED))
+            in_flight = _flight_add(in_flight, _new(_DEP, (par, c, DIED)))
             sent.append((par, DIED))
             swept.append(f"died for {name(c)}")
         elif ag.answered and not mid_work:
@@ -1596,13 +1593,13 @@ def sweep(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
             if to == NOBODY or not agents[to].exists:
                 continue
             agents = _result_by_sweep(agents, c, to, FINAL)
-            in_flight = _flight_add(in_flight, Dep(to, c, FINAL))
+            in_flight = _flight_add(in_flight, _new(_DEP, (to, c, FINAL)))
             sent.append((to, FINAL))
             swept.append(f"re-sent {name(c)}'s reply to {name(to)}")
     swept += [f"revive {name(c)}" for c in revived]
     text = f"sweep: {', '.join(swept)}" if swept else "sweep: nothing"
     q = st.procs[i]
-    q = _ph(proc_with(q, pc=Pc.FLUSH), published=(*q.history.value.published, *sent))
+    q = proc_with(q, pc=Pc.FLUSH, history=_ph(q, published=(*q.history.value.published, *sent)))
     s = _put(st, i, q, agents=agents, in_flight=in_flight)
     also = ("R-SCAN-4", "R-SCAN-5", "R-SCAN-6") + (("R-SCAN-9",) if "re-sent" in text else ())
     also += ("R-SCAN-11",) if "repaired" in text else ()
@@ -1617,12 +1614,12 @@ def flush(st: State, prof: Profile, scope: Scope, i: int) -> Succ:
     hit = []
     p = st.procs[i]
     # every inbox is visited: a held one reads busy (its holder drains it)
-    p = _ph(p, woke=(*p.history.value.woke,
-                     *(a for a, ag in enumerate(st.agents) if ag.exists and ag.inbox)))
+    p = proc_with(p, history=_ph(p, woke=(*p.history.value.woke,
+                     *(a for a, ag in enumerate(st.agents) if ag.exists and ag.inbox))))
     for a, ag in enumerate(st.agents):
         if ag.exists and ag.inbox and not locked(st, a):
             s = state_with(s, agents=_launch(s, scope, a))
-            p = _noted_launch(p, a, Funding.FLUSH)
+            p = proc_with(p, history=_ph(p, launched=_noted_launch(p, a, Funding.FLUSH)))
             hit.append(a)
     text = f"flush: launch {', '.join(map(name, hit))}" if hit else "flush: nothing"
     return [(_step("R-SCAN-2", i, text, Action.FLUSH, launched=tuple(hit),

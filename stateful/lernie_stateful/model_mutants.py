@@ -119,8 +119,8 @@ CATALOGUE: tuple[Mutant, ...] = (
       'q = proc_with(p, tool="", target=NOBODY, sender=NOBODY, number=0)',
       'q = proc_with(p, tool="", target=NOBODY, sender=NOBODY, number=0, lease=False)'),
     M("busy-probe-holds", "a probe that reads busy takes the lock anyway",
-      "q = _ph(proc_with(p, pc=busy), woke=",
-      "q = _ph(proc_with(p, pc=nxt, probe_on=p.target), woke="),
+      "q = proc_with(p, pc=busy, history=_ph(",
+      "q = proc_with(p, pc=nxt, probe_on=p.target, history=_ph("),
     M("sweep-ignores-lock", "the sweep judges agents that are being driven (R-SCAN-6)",
       "if not ag.exists or locked(st, c):\n            continue\n        if prof.scan_revival",
       "if not ag.exists:\n            continue\n        if prof.scan_revival"),
@@ -178,8 +178,8 @@ CATALOGUE: tuple[Mutant, ...] = (
       "if ag.exists and n <= scope.max_seq", "if n <= scope.max_seq"),
     M("probe-keeps-the-lock", "a writer's probe launches and keeps holding the lock "
       "(R-PROBE-3)",
-      "q = _noted_launch(proc_with(p, pc=nxt, probe_on=NOBODY), t, why)",
-      "q = _noted_launch(proc_with(p, pc=nxt), t, why)"),
+      "q = proc_with(p, pc=nxt, probe_on=NOBODY, history=_ph(",
+      "q = proc_with(p, pc=nxt, history=_ph("),
     # ---- the verifier's holes (issue: at most once, faults, symmetry, ghost, musts) ----
     M("no-stop-cascade", "`lernie stop` does not reach descendants (R-STOP-3)",
       "            targets = tree\n", "            targets = {a}\n", kills="I-22:10@faults"),

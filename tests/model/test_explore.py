@@ -238,29 +238,37 @@ def test_speed_the_fast_step_and_state_builders_agree_with_the_records() -> None
 
 
 def test_speed_the_ghost_writers_agree_with_replace() -> None:
-    """`_ah` and `_ph` write a history without `_replace`: the same record, every field
-    but the history kept, the history's named fields set and the others kept, and a
-    field the history does not have refused (SPEC §19, *Speed*)."""
+    """`_ah` and `_ph` copy a history without `_replace`: a new ghost whose history has
+    each named field set, in its place, and every other field kept; the old history is
+    untouched, and a field the history does not have is refused (SPEC §19, *Speed*)."""
     from lernie_spec import model
 
     st = initial(Scope())
     (_, nxt), *_ = model.ext_message(st, Profile(), Scope())
     ag = nxt.agents[0]._replace(pending_launches=1)
-    got = model._ah(ag, commits=4, leases=("taken",))
-    want_h = ag.history.value._replace(commits=4, leases=("taken",))
-    assert type(got) is model.Agent and type(got.history.value) is model.AgentHistory
-    assert tuple(got[:-1]) == tuple(ag[:-1]) and got.history.value == want_h
-    assert ag.history.value.commits == 1  # the old record is untouched
     p = nxt.procs[0]
-    q = model._ph(p, woke=(0,), released=True)
-    assert type(q) is model.Proc and type(q.history.value) is model.ProcHistory
-    assert tuple(q[:-1]) == tuple(p[:-1])
-    assert q.history.value == p.history.value._replace(woke=(0,), released=True)
+    other_a = model.AgentHistory(
+        (model.Entry(model.EntryKind.MODEL),), 9, (model.Publication(1, model.FINAL, 2),), 3,
+        True, (4,), (5,), 6, (7,), 8, (model.Death(model.Role.SCANNER, 1, (), (), ()),),
+        ("lost",))
+    other_p = model.ProcHistory(((1, model.FINAL),), (1,), (0,), ((1, model.Funding.FLUSH),),
+                                4, True, True, (model.File(0, 1, model.PLAIN),),
+                                (model.File(0, 2, model.PLAIN),), (model.File(0, 3, model.PLAIN),))
+    for write, rec, cls, other in ((model._ah, ag, model.AgentHistory, other_a),
+                                   (model._ph, p, model.ProcHistory, other_p)):
+        old = rec.history.value
+        assert tuple(inspect.signature(write).parameters)[1:] == cls._fields
+        assert all(x != y for x, y in zip(old, other, strict=True))
+        for k, f in enumerate(cls._fields):
+            got = write(rec, **{f: other[k]})
+            assert type(got) is model.Ghost and type(got.value) is cls
+            assert got.value == old._replace(**{f: other[k]}), f
+            assert got.value[k] is other[k]
+        assert rec.history.value is old and old == cls(**old._asdict())
+    assert model._ah(ag, commits=4, leases=("taken",)).value == ag.history.value._replace(
+        commits=4, leases=("taken",))
     with pytest.raises(TypeError):
         model._ah(ag, no_such_field=1)  # type: ignore[call-arg]
-    # each writer takes exactly its history's fields
-    assert tuple(inspect.signature(model._ah).parameters)[1:] == model.AgentHistory._fields
-    assert tuple(inspect.signature(model._ph).parameters)[1:] == model.ProcHistory._fields
 
 
 @pytest.mark.parametrize("record", ["Agent", "Proc", "State", "Budget"])

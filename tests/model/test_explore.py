@@ -14,7 +14,7 @@ import pytest
 from lernie_spec.check import Outcome, run
 from lernie_spec.coverage import Coverage
 from lernie_spec.explore import _key, _proc_before, _proc_key, canonical, explore, sorted_form
-from lernie_spec.model import NOBODY, Profile, Scope, State, Step, initial, successors
+from lernie_spec.model import NOBODY, Proc, Profile, Scope, State, Step, initial, successors
 from lernie_spec.properties import (
     quiescent,
     returned_at_tip,
@@ -235,6 +235,26 @@ def test_speed_the_fast_step_and_state_builders_agree_with_the_records() -> None
     put = model._put(nxt, 0, nxt.procs[0]._replace(number=1))
     assert type(put) is State
     assert put == nxt._replace(procs=(nxt.procs[0]._replace(number=1),))
+
+
+def test_speed_the_records_built_by_position_have_the_fields_the_transitions_give() -> None:
+    """The transitions build Entry, Publication, Dep, File and Death positionally (`_new`,
+    SPEC §19, *Speed*): a field added, dropped or moved in one of them must fail here,
+    not shift every later value into the wrong field. The shared records built once
+    (`_FINAL_ENTRY`, `_STEP_ENTRY`, `_TOOL_RESULT_ENTRY`, `_DRIVER_AT_START`) are what
+    their names say."""
+    from lernie_spec import model
+
+    assert model.Entry._fields == ("kind", "sender", "deposit_kind", "tool_uses")
+    assert model.Publication._fields == ("recipient", "kind", "tip", "by_sweep", "entries")
+    assert model.Dep._fields == ("recipient", "sender", "kind")
+    assert model.File._fields == ("sender", "n", "kind")
+    assert model.Death._fields == ("role", "agent", "published", "woke", "pending")
+    assert model.Entry(model.EntryKind.MODEL) == model._FINAL_ENTRY
+    assert model.Entry(model.EntryKind.MODEL, tool_uses=1) == model._STEP_ENTRY
+    assert model.Entry(model.EntryKind.TOOL_RESULT) == model._TOOL_RESULT_ENTRY
+    driver = Proc(model.Role.DRIVER, model.NOBODY, model.Pc.START, lease=True)
+    assert driver == model._DRIVER_AT_START
 
 
 def test_speed_the_ghost_writers_agree_with_replace() -> None:

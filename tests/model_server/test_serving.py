@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
+import struct
 import subprocess
+import threading
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -14,7 +18,7 @@ import anthropic
 import openai
 import pytest
 from lernie_stateful.conform.adapter import load
-from lernie_stateful.conform.model_server import ModelServer, served, split_delivered
+from lernie_stateful.conform.model_server import HOST, ModelServer, served, split_delivered
 from openai.types.chat import ChatCompletionMessageFunctionToolCall
 
 from tests.support.model_talk import AGENT, Address, Step, Talk, delivered
@@ -93,6 +97,32 @@ def test_it_stops_by_itself_when_idle_or_past_its_lifetime() -> None:
         Talk(idle, "anthropic", stream=False).ask()
     old = ModelServer(lifetime=0.2, idle=3600).start()
     assert old.wait(60)
+
+
+def test_a_client_that_resets_its_connection_prints_nothing(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The kit kills the implementations it scores, so a client may vanish mid-request: the
+    server says nothing of a reset or a broken pipe, and still reports any other error."""
+    with ModelServer() as server:
+        client = socket.create_connection((HOST, server.port))
+        client.sendall(b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Length: 99\r\n\r\n{")
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        client.close()  # linger 0: a reset, not an orderly close
+        deadline = time.monotonic() + 30
+        while any(t.name.endswith("(process_request_thread)") for t in threading.enumerate()):
+            assert time.monotonic() < deadline, "the request's thread never ended"
+            time.sleep(0.01)
+        for gone in (ConnectionResetError(104, "reset"), BrokenPipeError(32, "pipe")):
+            try:
+                raise gone
+            except OSError:
+                server._httpd.handle_error(None, (HOST, 1))
+        assert capsys.readouterr().err == ""
+        try:
+            raise ValueError("a bug in the handler")
+        except ValueError:
+            server._httpd.handle_error(None, (HOST, 1))
+        assert "ValueError: a bug in the handler" in capsys.readouterr().err
 
 
 def test_one_api_only_answers_404_on_the_other() -> None:

@@ -314,8 +314,20 @@ def serve(api: str = "both", tools: Mapping[str, ToolSpec] | None = None, port: 
     return ModelServer(api, tools, port, **options).start()
 
 
-class _HTTPServer(ThreadingHTTPServer):
+class QuietServer(ThreadingHTTPServer):
+    """A threading HTTP server that says nothing of a client gone in the middle of a request
+    (the kit kills the implementations it runs, and a killed driver's connection is reset):
+    that is not the server's failure. Any other error is reported as usual."""
+
     daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            return
+        super().handle_error(request, client_address)
+
+
+class _HTTPServer(QuietServer):
     state: _State
 
 
